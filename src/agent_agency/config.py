@@ -1,0 +1,238 @@
+"""One optional YAML file (`agency.yaml`) → typed settings.
+
+Every setting has a default, so no file is needed. A bad file fails with `ConfigError`, whose
+message names the file, the field path and the reason.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from agent_agency.records import AgentSpec, Message, RoutingStrategy
+
+DEFAULT_CONFIG_FILE = "agency.yaml"
+CONFIG_ENV_VAR = "AGENCY_CONFIG"
+
+
+class ConfigError(ValueError):
+    """The configuration file is unreadable or invalid; the message says where and why."""
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --------------------------------------------------------------------------------------------
+# The default team: three agents on the embedded model that differ in prompting, decoding and
+# tool access, so the router has a real difference to learn.
+# --------------------------------------------------------------------------------------------
+
+
+def default_team() -> list[AgentSpec]:
+    return [
+        AgentSpec(
+            name="direct",
+            system_prompt=(
+                "You are a precise assistant. Give only the final answer, with no explanation."
+            ),
+            temperature=0.0,
+            max_tokens=192,
+            capabilities=["text", "code", "math", "extraction", "classification"],
+        ),
+        AgentSpec(
+            name="stepwise",
+            system_prompt=(
+                "You are a careful assistant. Think briefly step by step, then give the final "
+                "answer on the last line."
+            ),
+            few_shot=[
+                Message(role="user", content="Tom has 3 apples and buys 4 more. How many now?"),
+                Message(role="assistant", content="3 + 4 = 7.\nAnswer: 7"),
+                Message(
+                    role="user",
+                    content="Classify the sentiment (positive/negative): 'I loved this film.'",
+                ),
+                Message(role="assistant", content="The speaker loved it.\nAnswer: positive"),
+            ],
+            temperature=0.2,
+            max_tokens=256,
+            tools_enabled=True,
+            capabilities=["text", "code", "math", "extraction", "classification", "tools"],
+        ),
+        AgentSpec(
+            name="toolsmith",
+            system_prompt=(
+                "You are an assistant that uses tools whenever a tool can compute or look up "
+                "the answer. After a tool result, reply with the final answer only."
+            ),
+            temperature=0.0,
+            max_tokens=192,
+            tools_enabled=True,
+            capabilities=["math", "tools", "extraction", "classification", "text"],
+        ),
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# Sections
+# --------------------------------------------------------------------------------------------
+
+
+class BreakerSettings(Section):
+    failure_threshold: int = Field(default=3, gt=0, description="consecutive failures to open")
+    cooldown_s: float = Field(default=30.0, ge=0, description="seconds before half-open")
+
+
+class RoutingSettings(Section):
+    strategy: RoutingStrategy = RoutingStrategy.THOMPSON
+    per_task_type: dict[str, RoutingStrategy] = Field(default_factory=dict)
+    epsilon: float = Field(default=0.1, ge=0.0, le=1.0)
+    epsilon_decay: float = Field(default=0.999, gt=0.0, le=1.0)
+    ucb_c: float = Field(default=2.0, gt=0.0)
+    linear_alpha: float = Field(default=1.0, gt=0.0)
+    quality_weight: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="weight of quality vs success in the reward"
+    )
+    inherit_prior_weight: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="share of a parent's evidence a new version gets"
+    )
+    fallback: bool = True
+    breaker: BreakerSettings = Field(default_factory=BreakerSettings)
+    seed: int | None = None
+
+    def strategy_for(self, task_type: str) -> RoutingStrategy:
+        return self.per_task_type.get(task_type, self.strategy)
+
+
+class GateSpec(Section):
+    name: str
+    threshold: float = Field(default=1.0, ge=0.0, le=1.0)
+    mandatory: bool = True
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class EvaluationSettings(Section):
+    max_iterations: int = Field(default=2, ge=1, description="attempts, feedback in between")
+    gates: dict[str, list[GateSpec]] = Field(
+        default_factory=dict, description="extra gates per task type ('*' for every type)"
+    )
+    weights: dict[str, float] = Field(
+        default_factory=lambda: {
+            "format": 0.1,
+            "tool": 0.1,
+            "task": 0.5,
+            "minimal": 0.1,
+            "cost": 0.1,
+            "safety": 0.1,
+        }
+    )
+    pass_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _weights_known_and_positive(self) -> EvaluationSettings:
+        known = {"format", "tool", "task", "minimal", "cost", "safety"}
+        for name, weight in self.weights.items():
+            if name not in known:
+                raise ValueError(f"unknown rubric weight {name!r}; known: {sorted(known)}")
+            if weight < 0:
+                raise ValueError(f"rubric weight {name!r} must be >= 0, got {weight}")
+        if sum(self.weights.values()) <= 0:
+            raise ValueError("rubric weights must not all be zero")
+        return self
+
+
+class StorageSettings(Section):
+    url: str = "sqlite:///agency.db"
+    batch_size: int = Field(default=256, gt=0)
+    flush_interval_s: float = Field(default=0.5, gt=0)
+
+
+class RunSettings(Section):
+    tasks: int = Field(default=60, gt=0)
+    concurrency: int = Field(default=4, gt=0)
+    split: str = Field(default="train", pattern="^(train|heldout|all)$")
+    suites: list[str] = Field(
+        default_factory=list, description="built-in suite names; empty means all"
+    )
+    seed: int = 0
+    task_timeout_s: float = Field(default=120.0, gt=0)
+    max_tool_turns: int = Field(default=3, ge=1)
+    summary_json: str = "agency-run.json"
+
+
+class AgencyConfig(Section):
+    agents: list[AgentSpec] = Field(default_factory=default_team)
+    routing: RoutingSettings = Field(default_factory=RoutingSettings)
+    evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
+    storage: StorageSettings = Field(default_factory=StorageSettings)
+    run: RunSettings = Field(default_factory=RunSettings)
+
+    @model_validator(mode="after")
+    def _agent_names_unique(self) -> AgencyConfig:
+        if not self.agents:
+            raise ValueError("at least one agent is required")
+        seen: set[str] = set()
+        for agent in self.agents:
+            if agent.key in seen:
+                raise ValueError(f"agent {agent.key!r} is defined twice")
+            seen.add(agent.key)
+        return self
+
+    def agent(self, name: str) -> AgentSpec:
+        """The agent named `name` (or `name@version`); `KeyError` naming the known ones."""
+        for spec in self.agents:
+            if name in (spec.name, spec.key):
+                return spec
+        known = ", ".join(spec.key for spec in self.agents)
+        raise KeyError(f"unknown agent {name!r}; configured agents: {known}")
+
+
+def _format_validation_error(source: str, error: ValidationError) -> str:
+    lines = [f"{source}: invalid configuration"]
+    for item in error.errors():
+        path = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        lines.append(f"  {path}: {item['msg']}")
+    return "\n".join(lines)
+
+
+def config_path(explicit: str | Path | None = None) -> Path | None:
+    """The file to read: explicit path, then $AGENCY_CONFIG, then ./agency.yaml if present."""
+    if explicit is not None:
+        return Path(explicit)
+    env = os.environ.get(CONFIG_ENV_VAR)
+    if env:
+        return Path(env)
+    default = Path(DEFAULT_CONFIG_FILE)
+    return default if default.exists() else None
+
+
+def parse_config(data: Any, source: str = "<config>") -> AgencyConfig:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: top level must be a mapping, got {type(data).__name__}")
+    try:
+        return AgencyConfig.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(_format_validation_error(source, error)) from None
+
+
+def load_config(path: str | Path | None = None) -> AgencyConfig:
+    """Read the effective configuration; defaults when there is no file."""
+    resolved = config_path(path)
+    if resolved is None:
+        return AgencyConfig()
+    if not resolved.exists():
+        raise ConfigError(f"{resolved}: configuration file not found")
+    try:
+        data = yaml.safe_load(resolved.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{resolved}:{where} is not valid YAML: {error}") from None
+    return parse_config(data, source=str(resolved))

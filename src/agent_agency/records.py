@@ -1,0 +1,426 @@
+"""The typed records every stage of the loop exchanges.
+
+Each arrow of the loop (router → agent → evaluator → tracker → pool → exporter → trainer → registry)
+passes one of these pydantic models. They are plain data: no behaviour beyond derived fields and
+validation, so any stage can be used alone and records round-trip through JSON unchanged.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def new_id() -> str:
+    """A fresh record id (UUID4 hex)."""
+    return uuid.uuid4().hex
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Record(BaseModel):
+    """Base of every record: unknown fields are errors, so typos never pass silently."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# --------------------------------------------------------------------------------------------
+# Tasks and agents
+# --------------------------------------------------------------------------------------------
+
+
+class Complexity(StrEnum):
+    TRIVIAL = "trivial"
+    STANDARD = "standard"
+    COMPLEX = "complex"
+
+
+class Split(StrEnum):
+    TRAIN = "train"
+    HELDOUT = "heldout"
+
+
+class ToolSpec(Record):
+    """A tool offered to an agent, in the OpenAI function-calling shape."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class GraderSpec(Record):
+    """How a task's answer is verified: a grader kind plus its reference data.
+
+    Kinds are registered in `agent_agency.tasks.graders`; `reference` holds what the grader needs
+    (an exact answer, unit tests, a JSON schema, banned phrases ...).
+    """
+
+    kind: str
+    reference: dict[str, Any] = Field(default_factory=dict)
+
+
+class Task(Record):
+    id: str
+    type: str = Field(description="task type, e.g. 'code-generation'; the router learns per type")
+    prompt: str
+    suite: str = "custom"
+    split: Split = Split.TRAIN
+    complexity: Complexity = Complexity.STANDARD
+    requirements: list[str] = Field(default_factory=list, description="capabilities needed")
+    grader: GraderSpec
+    tools: list[ToolSpec] = Field(default_factory=list)
+    features: dict[str, float] = Field(
+        default_factory=dict, description="extra numeric context for contextual routing"
+    )
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Message(Record):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+class ToolCall(Record):
+    id: str = Field(default_factory=new_id)
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class Completion(Record):
+    """What a backend returns for one model call."""
+
+    text: str
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    input_tokens: int = Field(ge=0)
+    output_tokens: int = Field(ge=0)
+    latency_ms: float = Field(ge=0)
+    model: str
+    finish_reason: str | None = None
+
+
+BackendKind = Literal["local", "openai_compat", "scripted"]
+
+
+class AgentSpec(Record):
+    """An agent: a backend, a model, and how it is prompted and decoded."""
+
+    name: str = Field(min_length=1)
+    version: str = "1"
+    parent: str | None = Field(default=None, description="'name@version' this agent derives from")
+    backend: BackendKind = "local"
+    model: str = "SmolLM2-135M-Instruct"
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    system_prompt: str = "You are a helpful assistant. Answer concisely."
+    few_shot: list[Message] = Field(default_factory=list)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    max_tokens: int = Field(default=256, gt=0)
+    tools_enabled: bool = False
+    capabilities: list[str] = Field(default_factory=list)
+    max_concurrency: int = Field(default=4, gt=0)
+    timeout_s: float = Field(default=60.0, gt=0)
+    skills: dict[str, float] = Field(
+        default_factory=dict,
+        description="scripted backend only: probability of a correct answer per task type",
+    )
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}@{self.version}"
+
+
+# --------------------------------------------------------------------------------------------
+# Routing
+# --------------------------------------------------------------------------------------------
+
+
+class RoutingStrategy(StrEnum):
+    THOMPSON = "thompson"
+    UCB1 = "ucb1"
+    EPSILON_GREEDY = "epsilon_greedy"
+    LINUCB = "linucb"
+    LINTS = "lints"
+    CAPABILITY = "capability"
+    LOAD_BALANCE = "load_balance"
+    FALLBACK = "fallback"
+
+
+class CandidateScore(Record):
+    agent: str
+    capability_score: float
+    performance_score: float
+    load_score: float
+    final_score: float
+    selection_reason: str
+    propensity: float = Field(ge=0.0, le=1.0, description="probability this candidate is chosen")
+
+
+class RoutingDecision(Record):
+    """The seed's RoutingDecisionLog: what was chosen, why, and with what probability."""
+
+    id: str = Field(default_factory=new_id)
+    timestamp: datetime = Field(default_factory=utcnow)
+    task_id: str
+    task_type: str
+    complexity: Complexity = Complexity.STANDARD
+    requirements: list[str] = Field(default_factory=list)
+    context: dict[str, float] = Field(default_factory=dict)
+    selected_agent: str
+    strategy: str
+    confidence: float = Field(ge=0.0, le=1.0)
+    propensity: float = Field(ge=0.0, le=1.0, description="P(selected_agent) under the policy")
+    candidates: list[CandidateScore] = Field(default_factory=list)
+    primary_reason: str
+    secondary_factors: list[str] = Field(default_factory=list)
+    fallback_of: str | None = Field(default=None, description="agent that failed before this")
+
+
+# --------------------------------------------------------------------------------------------
+# Execution
+# --------------------------------------------------------------------------------------------
+
+
+class ToolUse(Record):
+    call: ToolCall
+    result: str | None = None
+    error: str | None = None
+    latency_ms: float = Field(default=0.0, ge=0)
+
+    @property
+    def succeeded(self) -> bool:
+        return self.error is None
+
+
+class Iteration(Record):
+    """One attempt at the task; a feedback iteration starts a new one."""
+
+    number: int = Field(ge=1)
+    messages: list[Message] = Field(default_factory=list, description="prompt sent, in order")
+    output: str = ""
+    latency_ms: float = Field(default=0.0, ge=0)
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    model_calls: int = Field(default=0, ge=0)
+    tool_uses: list[ToolUse] = Field(default_factory=list)
+    quality_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    feedback: str | None = None
+    outcome: Literal["success", "retry", "failure"] | None = None
+    error: str | None = None
+
+    @property
+    def tokens_used(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+class Execution(Record):
+    id: str = Field(default_factory=new_id)
+    task_id: str
+    task_type: str
+    agent: str
+    decision_id: str | None = None
+    started_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+    success: bool = False
+    failure_reason: str | None = None
+    final_output: str = ""
+    iterations: list[Iteration] = Field(default_factory=list)
+    simulated: bool = Field(default=False, description="True when a scripted backend answered")
+
+    @property
+    def latency_ms(self) -> float:
+        return sum(it.latency_ms for it in self.iterations)
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(it.input_tokens for it in self.iterations)
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(it.output_tokens for it in self.iterations)
+
+    @property
+    def tokens_used(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def tool_uses(self) -> list[ToolUse]:
+        return [use for it in self.iterations for use in it.tool_uses]
+
+
+# --------------------------------------------------------------------------------------------
+# Evaluation
+# --------------------------------------------------------------------------------------------
+
+
+class GateResult(Record):
+    name: str
+    passed: bool
+    score: float = Field(ge=0.0, le=1.0)
+    threshold: float = Field(ge=0.0, le=1.0)
+    mandatory: bool
+    reason: str = ""
+
+
+class RubricScores(Record):
+    format: float = Field(default=0.0, ge=0.0, le=1.0)
+    tool: float = Field(default=0.0, ge=0.0, le=1.0)
+    task: float = Field(default=0.0, ge=0.0, le=1.0)
+    minimal: float = Field(default=0.0, ge=0.0, le=1.0)
+    cost: float = Field(default=0.0, ge=0.0, le=1.0)
+    safety: float = Field(default=0.0, ge=0.0, le=1.0)
+
+
+class MinimalDiffMetrics(Record):
+    ast_similarity: float = Field(ge=0.0, le=1.0)
+    file_touch_count: int = Field(ge=0)
+    line_change_ratio: float = Field(ge=0.0)
+    scaffolding_penalty: float = Field(ge=0.0, le=1.0)
+    reward_multiplier: float = Field(ge=0.1, le=1.0)
+
+
+class TurnData(Record):
+    turn_number: int = Field(ge=1)
+    tool_called: str = ""
+    information_gain: float = 0.0
+    format_correctness: float = Field(default=0.0, ge=0.0, le=1.0)
+    task_progress: float = Field(default=0.0, ge=0.0, le=1.0)
+    turn_reward: float = 0.0
+
+
+class JudgeVerdict(Record):
+    judge: str
+    score: float | None = Field(default=None, ge=0.0, le=1.0)
+    rationale: str = ""
+    error: str | None = None
+    agrees_with_grader: bool | None = None
+
+
+class Evaluation(Record):
+    id: str = Field(default_factory=new_id)
+    timestamp: datetime = Field(default_factory=utcnow)
+    task_id: str
+    task_type: str
+    execution_id: str
+    agent: str
+    iteration: int = Field(default=1, ge=1)
+    gates: list[GateResult] = Field(default_factory=list)
+    rubric: RubricScores = Field(default_factory=RubricScores)
+    weights: dict[str, float] = Field(default_factory=dict)
+    minimal_diff: MinimalDiffMetrics | None = None
+    turn_data: list[TurnData] = Field(default_factory=list)
+    judges: list[JudgeVerdict] = Field(default_factory=list)
+    overall_score: float = Field(ge=0.0, le=1.0)
+    passed_all_mandatory: bool
+    caws_compliant: bool
+    feedback: str | None = None
+
+    @property
+    def success(self) -> bool:
+        return self.passed_all_mandatory
+
+
+# --------------------------------------------------------------------------------------------
+# Tracing
+# --------------------------------------------------------------------------------------------
+
+
+class SpanKind(StrEnum):
+    PROMPT = "prompt"
+    TOOL = "tool"
+    REWARD = "reward"
+    COORDINATION = "coordination"
+    TASK = "task"
+
+
+class Span(Record):
+    id: str = Field(default_factory=new_id)
+    trace_id: str
+    parent_id: str | None = None
+    kind: SpanKind
+    name: str
+    start: datetime = Field(default_factory=utcnow)
+    end: datetime | None = None
+    attributes: dict[str, Any] = Field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------------
+# The benchmark data point (seed: BenchmarkDataPoint)
+# --------------------------------------------------------------------------------------------
+
+
+class TaskContext(Record):
+    task_id: str
+    task_type: str
+    suite: str
+    split: Split
+    complexity: Complexity
+    requirements: list[str] = Field(default_factory=list)
+    prompt: str
+    conversation: list[Message] = Field(default_factory=list)
+
+
+class RoutingContext(Record):
+    decision_id: str | None
+    selected_agent: str
+    strategy: str
+    confidence: float = Field(ge=0.0, le=1.0)
+    propensity: float = Field(ge=0.0, le=1.0)
+    candidates: int = Field(ge=0)
+
+
+class ExecutionMetrics(Record):
+    execution_id: str
+    success: bool
+    failure_reason: str | None = None
+    latency_ms: float = Field(ge=0)
+    input_tokens: int = Field(ge=0)
+    output_tokens: int = Field(ge=0)
+    tokens_used: int = Field(ge=0)
+    iterations: int = Field(ge=0)
+    tool_call_count: int = Field(ge=0)
+    tool_call_success_rate: float = Field(ge=0.0, le=1.0)
+    final_output: str = ""
+    simulated: bool = False
+
+
+class EvaluationMetrics(Record):
+    evaluation_id: str
+    quality_score: float = Field(ge=0.0, le=1.0)
+    passed_all_mandatory: bool
+    gates: list[GateResult] = Field(default_factory=list)
+    rubric: RubricScores = Field(default_factory=RubricScores)
+    minimal_diff: MinimalDiffMetrics | None = None
+
+
+class RLLabels(Record):
+    reward: float = Field(ge=0.0, le=1.0)
+    turn_rewards: list[float] = Field(default_factory=list)
+    advantages: list[float] | None = None
+
+
+class DataPoint(Record):
+    id: str
+    timestamp: datetime
+    task: TaskContext
+    routing: RoutingContext
+    execution: ExecutionMetrics
+    evaluation: EvaluationMetrics
+    rl_labels: RLLabels
+    tenant_id: str = "default"
+    caws_compliant: bool
+    anonymization_policy: dict[str, Any] | None = Field(
+        default=None, description="the policy applied before storage; None if not anonymized"
+    )
+
+
+Message.model_rebuild()
