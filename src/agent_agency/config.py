@@ -165,12 +165,48 @@ class RunSettings(Section):
     summary_json: str = "agency-run.json"
 
 
+class AnonymizationPolicy(Section):
+    """Which anonymization rules run before a data point is stored; recorded on each point."""
+
+    hash_tenant: bool = Field(default=True, description="tenant ids → HMAC-SHA256 keyed hashes")
+    remove_user_ids: bool = True
+    generalize_paths: bool = Field(default=True, description="/a/b/file.ts → /[PATH]/[FILE].ts")
+    rename_identifiers: bool = Field(
+        default=False, description="Python code: userName → var1, calculateTotal → func1 (optional)"
+    )
+    redact_text_pii: bool = Field(default=True, description="Presidio regex-only + own recognizers")
+    reward_noise: bool = Field(
+        default=False, description="Laplace noise on rewards, for sharing data across tenants"
+    )
+    noise_scale: float = Field(default=0.1, gt=0, description="Laplace scale b")
+    reward_sensitivity: float = Field(default=0.1, gt=0, description="L1 sensitivity of a reward")
+
+
+class PoolSettings(Section):
+    anonymization: AnonymizationPolicy = Field(default_factory=AnonymizationPolicy)
+    tenant_hash_secret_env: str = "AGENCY_TENANT_SECRET"
+    secret_file: str | None = Field(
+        default=None, description="where a generated secret is kept; default ~/.config/agent-agency"
+    )
+    epsilon_budget_per_tenant: float = Field(default=10_000.0, gt=0)
+    hot_days: int = Field(default=7, gt=0)
+    warm_days: int = Field(default=90, gt=0)
+    cold_days: int = Field(default=730, gt=0, description="daily aggregates kept, then deleted")
+
+    @model_validator(mode="after")
+    def _tiers_ordered(self) -> PoolSettings:
+        if not self.hot_days < self.warm_days < self.cold_days:
+            raise ValueError("tiers must satisfy hot_days < warm_days < cold_days")
+        return self
+
+
 class AgencyConfig(Section):
     agents: list[AgentSpec] = Field(default_factory=default_team)
     routing: RoutingSettings = Field(default_factory=RoutingSettings)
     evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
     run: RunSettings = Field(default_factory=RunSettings)
+    pool: PoolSettings = Field(default_factory=PoolSettings)
 
     @model_validator(mode="after")
     def _agent_names_unique(self) -> AgencyConfig:
