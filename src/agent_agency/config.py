@@ -104,6 +104,18 @@ class RoutingSettings(Section):
     fallback: bool = True
     breaker: BreakerSettings = Field(default_factory=BreakerSettings)
     seed: int | None = None
+    propensity_draws: int = Field(
+        default=64, gt=0, description="posterior draws that estimate Thompson propensities"
+    )
+    context_task_types: list[str] = Field(
+        default_factory=list, description="task types with their own slot in contextual features"
+    )
+    context_features: list[str] = Field(
+        default_factory=list, description="Task.features names with their own contextual slot"
+    )
+    context_hash_buckets: int = Field(
+        default=8, gt=0, description="hashed slots for other task types and other features"
+    )
 
     def strategy_for(self, task_type: str) -> RoutingStrategy:
         return self.per_task_type.get(task_type, self.strategy)
