@@ -126,6 +126,11 @@ class AgentSpec(Record):
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     max_tokens: int = Field(default=256, gt=0)
     tools_enabled: bool = False
+    tool_mode: Literal["native", "prompt"] = Field(
+        default="native",
+        description="openai_compat: 'native' sends OpenAI `tools`; 'prompt' describes them in the "
+        "system prompt and parses calls from the text (the local backend always uses 'prompt')",
+    )
     capabilities: list[str] = Field(default_factory=list)
     max_concurrency: int = Field(default=4, gt=0)
     timeout_s: float = Field(default=60.0, gt=0)
