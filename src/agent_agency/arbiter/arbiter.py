@@ -1,0 +1,287 @@
+"""The arbiter: route → run → evaluate → feedback iterations → record → update.
+
+`Arbiter.execute(task)` handles one task end to end; `Arbiter.run(tasks, concurrency=k)` runs many
+at once. Concurrency is bounded three ways: `k` workers pull tasks lazily from the input (so a
+million-task iterator never sits in memory: backpressure), each agent admits at most its
+`max_concurrency` calls, and every model call and every task has a time limit. A backend error,
+a timeout or an open circuit breaker makes the router pick the next best candidate (fallback).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from agent_agency.agents.base import Backend, BackendError
+from agent_agency.agents.prompting import build_messages
+from agent_agency.arbiter.router import Router
+from agent_agency.caws.evaluator import Evaluator
+from agent_agency.config import AgencyConfig
+from agent_agency.pool.assemble import build_data_point
+from agent_agency.records import (
+    AgentSpec,
+    DataPoint,
+    Evaluation,
+    Execution,
+    Iteration,
+    Message,
+    RoutingDecision,
+    Task,
+    ToolCall,
+    ToolUse,
+    utcnow,
+)
+from agent_agency.tasks.tools import ToolError, run_tool
+from agent_agency.tracking.tracker import Tracker
+
+
+class AgentUnavailable(RuntimeError):
+    """The agent could not produce an answer (backend error or time-out); fallback may follow."""
+
+
+@dataclass
+class TaskOutcome:
+    """Everything the arbiter produced for one task, in the order it happened."""
+
+    task: Task
+    decisions: list[RoutingDecision] = field(default_factory=list)
+    executions: list[Execution] = field(default_factory=list)
+    evaluations: list[Evaluation] = field(default_factory=list)
+    data_point: DataPoint | None = None
+
+    @property
+    def execution(self) -> Execution:
+        return self.executions[-1]
+
+    @property
+    def evaluation(self) -> Evaluation | None:
+        return self.evaluations[-1] if self.evaluations else None
+
+    @property
+    def success(self) -> bool:
+        return bool(self.executions) and self.execution.success
+
+
+class Arbiter:
+    def __init__(
+        self,
+        config: AgencyConfig,
+        *,
+        backends: Mapping[str, Backend],
+        router: Router,
+        evaluator: Evaluator,
+        tracker: Tracker | None = None,
+        tenant_id: str = "default",
+    ) -> None:
+        self.config = config
+        self.agents: dict[str, AgentSpec] = {spec.key: spec for spec in config.agents}
+        missing = sorted(set(self.agents) - set(backends))
+        if missing:
+            raise ValueError(f"no backend for agents: {', '.join(missing)}")
+        self.backends = dict(backends)
+        self.router = router
+        self.evaluator = evaluator
+        self.tracker = tracker
+        self.tenant_id = tenant_id
+        self.in_flight: Counter[str] = Counter()
+        self._slots = {
+            key: asyncio.Semaphore(spec.max_concurrency) for key, spec in self.agents.items()
+        }
+
+    # -- one task ------------------------------------------------------------------------------
+
+    async def execute(self, task: Task) -> TaskOutcome:
+        outcome = TaskOutcome(task=task)
+        try:
+            async with asyncio.timeout(self.config.run.task_timeout_s):
+                await self._route_and_run(task, outcome)
+        except TimeoutError:
+            self._fail_last(outcome, f"task time-out after {self.config.run.task_timeout_s} s")
+        except asyncio.CancelledError:
+            self._fail_last(outcome, "cancelled")
+            self._record_outcome(outcome)
+            raise
+        self._record_outcome(outcome)
+        return outcome
+
+    async def _route_and_run(self, task: Task, outcome: TaskOutcome) -> None:
+        tried: list[str] = []
+        while True:
+            fallback_of = tried[-1] if tried else None
+            decision = self.router.decide(task, self.in_flight, exclude=tried)
+            if fallback_of is not None:
+                decision = decision.model_copy(update={"fallback_of": fallback_of})
+            outcome.decisions.append(decision)
+            agent = decision.selected_agent
+            execution = Execution(
+                task_id=task.id,
+                task_type=task.type,
+                agent=agent,
+                decision_id=decision.id,
+                simulated=self.backends[agent].simulated,
+            )
+            outcome.executions.append(execution)
+            try:
+                await self._run_agent(task, self.agents[agent], execution, outcome)
+            except AgentUnavailable as error:
+                execution.failure_reason = str(error)
+                execution.finished_at = utcnow()
+                self.router.report_call(agent, ok=False)
+                self.router.update(agent, task, success=False, quality=0.0)
+                tried.append(agent)
+                if self.config.routing.fallback and len(tried) < len(self.agents):
+                    continue
+                return
+            self.router.report_call(agent, ok=True)
+            evaluation = outcome.evaluation
+            quality = evaluation.overall_score if evaluation is not None else 0.0
+            self.router.update(agent, task, success=execution.success, quality=quality)
+            return
+
+    async def _run_agent(
+        self, task: Task, spec: AgentSpec, execution: Execution, outcome: TaskOutcome
+    ) -> None:
+        backend = self.backends[spec.key]
+        messages = build_messages(spec, task)
+        settings = self.config.evaluation
+        async with self._slots[spec.key]:
+            self.in_flight[spec.key] += 1
+            try:
+                for number in range(1, settings.max_iterations + 1):
+                    iteration = await self._attempt(task, spec, backend, messages, number)
+                    execution.iterations.append(iteration)
+                    evaluation = await self.evaluator.evaluate(task, execution, iteration)
+                    outcome.evaluations.append(evaluation)
+                    iteration.quality_score = evaluation.overall_score
+                    passed = (
+                        evaluation.passed_all_mandatory
+                        and evaluation.overall_score >= settings.pass_threshold
+                    )
+                    execution.final_output = iteration.output
+                    execution.success = passed
+                    if passed or number == settings.max_iterations:
+                        iteration.outcome = "success" if passed else "failure"
+                        if not passed:
+                            execution.failure_reason = evaluation.feedback or "quality gates failed"
+                        break
+                    iteration.outcome = "retry"
+                    iteration.feedback = evaluation.feedback or "The answer was not accepted."
+                    messages = [
+                        *iteration.messages,
+                        Message(role="assistant", content=iteration.output),
+                        Message(role="user", content=iteration.feedback),
+                    ]
+            finally:
+                self.in_flight[spec.key] -= 1
+                execution.finished_at = utcnow()
+
+    async def _attempt(
+        self,
+        task: Task,
+        spec: AgentSpec,
+        backend: Backend,
+        messages: list[Message],
+        number: int,
+    ) -> Iteration:
+        """One attempt: model calls, with tool calls answered in between, up to the turn limit."""
+        iteration = Iteration(number=number, messages=list(messages))
+        tools = task.tools if spec.tools_enabled else []
+        conversation = list(messages)
+        started = time.perf_counter()
+        for _ in range(self.config.run.max_tool_turns + 1):
+            try:
+                async with asyncio.timeout(spec.timeout_s):
+                    completion = await backend.complete(conversation, tools or None)
+            except TimeoutError:
+                raise AgentUnavailable(f"{spec.key} timed out after {spec.timeout_s} s") from None
+            except BackendError as error:
+                raise AgentUnavailable(f"{spec.key} failed: {error}") from None
+            iteration.model_calls += 1
+            iteration.input_tokens += completion.input_tokens
+            iteration.output_tokens += completion.output_tokens
+            iteration.output = completion.text
+            if not completion.tool_calls or not tools:
+                break
+            conversation.append(
+                Message(role="assistant", content=completion.text, tool_calls=completion.tool_calls)
+            )
+            for call in completion.tool_calls:
+                use = _use_tool(call)
+                iteration.tool_uses.append(use)
+                conversation.append(
+                    Message(
+                        role="tool",
+                        name=call.name,
+                        tool_call_id=call.id,
+                        content=use.result if use.error is None else f"error: {use.error}",
+                    )
+                )
+        iteration.latency_ms = (time.perf_counter() - started) * 1000.0
+        return iteration
+
+    # -- recording -----------------------------------------------------------------------------
+
+    def _fail_last(self, outcome: TaskOutcome, reason: str) -> None:
+        if outcome.executions:
+            execution = outcome.execution
+            execution.success = False
+            execution.failure_reason = reason
+            execution.finished_at = execution.finished_at or utcnow()
+
+    def _record_outcome(self, outcome: TaskOutcome) -> None:
+        if outcome.executions:
+            outcome.data_point = build_data_point(
+                outcome.task,
+                outcome.decisions[-1],
+                outcome.execution,
+                outcome.evaluation,
+                tenant_id=self.tenant_id,
+            )
+        if self.tracker is None:
+            return
+        for record in (*outcome.decisions, *outcome.executions, *outcome.evaluations):
+            self.tracker.record(record)
+        if outcome.data_point is not None:
+            self.tracker.record(outcome.data_point)
+
+    # -- many tasks ----------------------------------------------------------------------------
+
+    async def run(
+        self,
+        tasks: Iterable[Task],
+        *,
+        concurrency: int | None = None,
+        on_outcome: Callable[[TaskOutcome], None] | None = None,
+    ) -> list[TaskOutcome]:
+        """Run every task with at most `concurrency` in flight; outcomes in input order."""
+        limit = concurrency or self.config.run.concurrency
+        if limit <= 0:
+            raise ValueError(f"concurrency must be > 0, got {limit}")
+        results: dict[int, TaskOutcome] = {}
+        source = enumerate(tasks)
+
+        async def worker() -> None:
+            for index, task in source:
+                outcome = await self.execute(task)
+                results[index] = outcome
+                if on_outcome is not None:
+                    on_outcome(outcome)
+
+        async with asyncio.TaskGroup() as group:
+            for _ in range(limit):
+                group.create_task(worker())
+        return [results[index] for index in sorted(results)]
+
+
+def _use_tool(call: ToolCall) -> ToolUse:
+    started = time.perf_counter()
+    try:
+        result, error = run_tool(call), None
+    except ToolError as failure:
+        result, error = None, str(failure)
+    return ToolUse(
+        call=call, result=result, error=error, latency_ms=(time.perf_counter() - started) * 1000
+    )

@@ -1,0 +1,222 @@
+"""The `agency` command line: run, stats, config, and the pool, routing and audit commands."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from agent_agency.config import AgencyConfig, ConfigError, load_config
+from agent_agency.records import utcnow
+
+app = typer.Typer(
+    help="Agent Agency: route tasks to agents, grade them, record everything, learn from it.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+config_app = typer.Typer(help="Inspect the configuration (agency.yaml).", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+console = Console()
+err_console = Console(stderr=True)
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config", "-c", help="agency.yaml to read (default: ./agency.yaml or $AGENCY_CONFIG)"
+    ),
+]
+DbOption = Annotated[
+    str | None, typer.Option("--db", help="database URL (default: storage.url from config)")
+]
+
+
+def _load(config_path: Path | None) -> AgencyConfig:
+    try:
+        return load_config(config_path)
+    except ConfigError as error:
+        err_console.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(2) from None
+
+
+def _with_db(config: AgencyConfig, db: str | None) -> AgencyConfig:
+    if db is None:
+        return config
+    return config.model_copy(
+        update={"storage": config.storage.model_copy(update={"url": _db_url(db)})}
+    )
+
+
+def _db_url(db: str) -> str:
+    """Accept a plain file path as shorthand for a SQLite URL."""
+    return db if "://" in db else f"sqlite:///{db}"
+
+
+@config_app.command("show")
+def config_show(config: ConfigOption = None) -> None:
+    """Print the effective configuration (defaults filled in) as YAML."""
+    effective = _load(config)
+    console.print(yaml.safe_dump(effective.model_dump(mode="json"), sort_keys=False), end="")
+
+
+@app.command()
+def run(
+    tasks: Annotated[
+        int | None, typer.Option("--tasks", "-n", help="number of tasks (default 60)")
+    ] = None,
+    suite: Annotated[
+        list[Path] | None, typer.Option("--suite", help="a JSONL task file to use (repeatable)")
+    ] = None,
+    builtin: Annotated[
+        list[str] | None, typer.Option("--builtin", help="built-in suite names (default: all)")
+    ] = None,
+    split: Annotated[str | None, typer.Option(help="train, heldout or all")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="tasks in flight at once")] = None,
+    seed: Annotated[int | None, typer.Option(help="task selection seed")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="summary JSON path")] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Send a batch of tasks through the arbiter and record every decision, execution and grade."""
+    from agent_agency.runner import RunRequest, execute_run
+
+    settings = _with_db(_load(config), db)
+    overrides: dict[str, Any] = {
+        "tasks": tasks,
+        "split": split,
+        "concurrency": concurrency,
+        "seed": seed,
+        "suites": builtin,
+        "summary_json": str(json_out) if json_out else None,
+    }
+    try:
+        run_settings = settings.run.model_validate(
+            {**settings.run.model_dump(), **{k: v for k, v in overrides.items() if v is not None}}
+        )
+    except ValueError as error:
+        err_console.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(2) from None
+    settings = settings.model_copy(update={"run": run_settings})
+    request = RunRequest(config=settings, suite_files=list(suite or []))
+    try:
+        prepared = request.prepare()
+    except (ValueError, OSError) as error:
+        err_console.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(2) from None
+
+    console.print(
+        f"Running [bold]{len(prepared.tasks)}[/bold] tasks on agents "
+        f"{', '.join(spec.key for spec in settings.agents)} → {settings.storage.url}"
+    )
+    if prepared.simulated:
+        console.print("[yellow]SIMULATION: scripted agents answer, not a model.[/yellow]")
+    with Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("ok {task.fields[ok]}"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
+        bar = progress.add_task("tasks", total=len(prepared.tasks), ok=0)
+        succeeded = 0
+
+        def advance(success: bool) -> None:
+            nonlocal succeeded
+            succeeded += int(success)
+            progress.update(bar, advance=1, ok=succeeded)
+
+        report = asyncio.run(execute_run(prepared, on_task_done=advance))
+    _print_summary(report.summary, title="Run summary (agent × task type)")
+    console.print(
+        f"{report.tasks} tasks in {report.wall_s:.1f} s; summary written to {report.summary_json}"
+    )
+    if report.spilled:
+        err_console.print(
+            f"[red]some records could not be written; saved to {report.spilled}[/red]"
+        )
+
+
+def parse_since(value: str | None) -> datetime | None:
+    """'7d', '24h', '30m' (relative to now) or an ISO date/time."""
+    if value is None:
+        return None
+    match = re.fullmatch(r"(\d+)([dhm])", value.strip())
+    if match:
+        amount, unit = int(match.group(1)), match.group(2)
+        delta = {
+            "d": timedelta(days=amount),
+            "h": timedelta(hours=amount),
+            "m": timedelta(minutes=amount),
+        }
+        return utcnow() - delta[unit]
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise typer.BadParameter(
+            f"{value!r} is neither a duration like 7d/24h/30m nor an ISO date", param_hint="--since"
+        ) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=utcnow().tzinfo)
+
+
+@app.command()
+def stats(
+    since: Annotated[
+        str | None, typer.Option(help="only records newer than 7d, 24h, 30m or an ISO date")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Print success rate, quality, latency and tokens per agent × task type from the database."""
+    from agent_agency.pool.store import Store
+
+    settings = _with_db(_load(config), db)
+    store = Store.open(settings.storage.url)
+    try:
+        rows = store.agent_task_summary(since=parse_since(since))
+    finally:
+        store.close()
+    if json_out:
+        console.print_json(json.dumps([row.model_dump(mode="json") for row in rows]))
+        return
+    if not rows:
+        console.print("No recorded executions yet. Run `agency run` first.")
+        return
+    _print_summary(rows, title=f"Recorded performance{f' since {since}' if since else ''}")
+
+
+def _print_summary(rows: Any, *, title: str) -> None:
+    table = Table(title=title)
+    for column in (
+        "agent",
+        "task type",
+        "tasks",
+        "success",
+        "quality",
+        "p50 ms",
+        "p95 ms",
+        "tokens",
+    ):
+        table.add_column(column, justify="left" if column in ("agent", "task type") else "right")
+    for row in rows:
+        table.add_row(
+            row.agent,
+            row.task_type,
+            str(row.tasks),
+            f"{row.success_rate:.0%}",
+            f"{row.mean_quality:.2f}",
+            f"{row.p50_latency_ms:.0f}",
+            f"{row.p95_latency_ms:.0f}",
+            str(row.tokens),
+        )
+    console.print(table)

@@ -1,0 +1,132 @@
+"""One `agency run`: pick tasks, build the team, run them through the arbiter, summarise.
+
+The summary is read back from the database after the tracker has flushed, so `agency run` and
+`agency stats` show figures computed by the same query.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent_agency.agents.registry import build_backend
+from agent_agency.arbiter.arbiter import Arbiter
+from agent_agency.arbiter.router import Router
+from agent_agency.caws.evaluator import Evaluator
+from agent_agency.config import AgencyConfig
+from agent_agency.pool.store import AgentTaskSummary, Store
+from agent_agency.records import Task, utcnow
+from agent_agency.tasks import load_builtin, load_suite_file, select_tasks
+from agent_agency.tracking.tracker import Tracker
+
+
+@dataclass
+class PreparedRun:
+    config: AgencyConfig
+    tasks: list[Task]
+
+    @property
+    def simulated(self) -> bool:
+        return any(spec.backend == "scripted" for spec in self.config.agents)
+
+
+@dataclass
+class RunRequest:
+    config: AgencyConfig
+    suite_files: Sequence[Path] = field(default_factory=list)
+
+    def prepare(self) -> PreparedRun:
+        """Load and select the tasks; raises ValueError/OSError naming what is wrong."""
+        run = self.config.run
+        if self.suite_files:
+            pool = [task for path in self.suite_files for task in load_suite_file(path)]
+            if run.split != "all":
+                pool = [task for task in pool if task.split == run.split]
+        else:
+            pool = load_builtin(run.suites or None, split=run.split)  # type: ignore[arg-type]
+        if not pool:
+            raise ValueError("no tasks match the requested suites and split")
+        return PreparedRun(config=self.config, tasks=select_tasks(pool, run.tasks, run.seed))
+
+
+@dataclass
+class RunReport:
+    tasks: int
+    succeeded: int
+    wall_s: float
+    summary: list[AgentTaskSummary]
+    summary_json: Path
+    spilled: list[Path]
+
+
+def build_arbiter(
+    config: AgencyConfig, tasks: Sequence[Task], store: Store, tracker: Tracker
+) -> Arbiter:
+    """The arbiter for `config`, its router warm-started from the pool's aggregates."""
+    backends = {spec.key: build_backend(spec, tasks=tasks) for spec in config.agents}
+    router = Router(config.routing, config.agents)
+    router.warm_start(store.task_aggregates())
+    return Arbiter(
+        config,
+        backends=backends,
+        router=router,
+        evaluator=Evaluator(config.evaluation),
+        tracker=tracker,
+    )
+
+
+async def execute_run(
+    prepared: PreparedRun, on_task_done: Callable[[bool], None] | None = None
+) -> RunReport:
+    config = prepared.config
+    started_at = utcnow()
+    started = time.perf_counter()
+    store = Store.open(config.storage.url)
+    try:
+        tracker = Tracker(
+            store,
+            batch_size=config.storage.batch_size,
+            flush_interval_s=config.storage.flush_interval_s,
+        )
+        with tracker:
+            arbiter = build_arbiter(config, prepared.tasks, store, tracker)
+            outcomes = await arbiter.run(
+                prepared.tasks,
+                concurrency=config.run.concurrency,
+                on_outcome=(lambda outcome: on_task_done(outcome.success))
+                if on_task_done
+                else None,
+            )
+        wall_s = time.perf_counter() - started
+        summary = store.agent_task_summary(since=started_at)
+    finally:
+        store.close()
+    report = RunReport(
+        tasks=len(outcomes),
+        succeeded=sum(outcome.success for outcome in outcomes),
+        wall_s=wall_s,
+        summary=summary,
+        summary_json=Path(config.run.summary_json),
+        spilled=tracker.spilled,
+    )
+    write_summary_json(report, config, started_at.isoformat(), prepared.simulated)
+    return report
+
+
+def write_summary_json(
+    report: RunReport, config: AgencyConfig, started_at: str, simulated: bool
+) -> None:
+    document = {
+        "started_at": started_at,
+        "wall_s": round(report.wall_s, 3),
+        "tasks": report.tasks,
+        "succeeded": report.succeeded,
+        "database": config.storage.url,
+        "agents": [spec.key for spec in config.agents],
+        "simulated": simulated,
+        "summary": [row.model_dump(mode="json") for row in report.summary],
+    }
+    report.summary_json.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

@@ -1,0 +1,109 @@
+from pathlib import Path
+
+import pytest
+
+from agent_agency.config import AgencyConfig, ConfigError, load_config, parse_config
+from agent_agency.records import RoutingStrategy
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "agency.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults_need_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("AGENCY_CONFIG", raising=False)
+    config = load_config()
+    assert config == AgencyConfig()
+    assert len(config.agents) >= 3
+    assert {agent.backend for agent in config.agents} == {"local"}
+    assert config.storage.url == "sqlite:///agency.db"
+    assert config.run.tasks == 60
+
+
+def test_default_team_differs_in_ways_that_matter() -> None:
+    agents = AgencyConfig().agents
+    prompts = {agent.system_prompt for agent in agents}
+    assert len(prompts) == len(agents)
+    assert any(agent.tools_enabled for agent in agents)
+    assert any(not agent.tools_enabled for agent in agents)
+    assert any(agent.few_shot for agent in agents)
+    assert len({agent.temperature for agent in agents}) > 1
+
+
+def test_file_overrides_and_keeps_other_defaults(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "routing:\n  strategy: ucb1\n  per_task_type:\n    arithmetic: epsilon_greedy\n"
+        "storage:\n  url: sqlite:///x.db\n",
+    )
+    config = load_config(path)
+    assert config.routing.strategy_for("arithmetic") is RoutingStrategy.EPSILON_GREEDY
+    assert config.routing.strategy_for("classification") is RoutingStrategy.UCB1
+    assert config.storage.url == "sqlite:///x.db"
+    assert config.run.tasks == 60
+
+
+def test_env_var_names_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path, "run:\n  tasks: 7\n")
+    monkeypatch.setenv("AGENCY_CONFIG", str(path))
+    assert load_config().run.tasks == 7
+
+
+def test_wrong_type_names_file_and_field(tmp_path: Path) -> None:
+    path = write(tmp_path, "run:\n  tasks: many\n")
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    message = str(error.value)
+    assert str(path) in message
+    assert "run.tasks" in message
+    assert "integer" in message
+
+
+def test_unknown_field_is_an_error(tmp_path: Path) -> None:
+    path = write(tmp_path, "routing:\n  stratgy: thompson\n")
+    with pytest.raises(ConfigError, match=r"routing\.stratgy: Extra inputs are not permitted"):
+        load_config(path)
+
+
+def test_unknown_strategy_lists_the_field(tmp_path: Path) -> None:
+    path = write(tmp_path, "routing:\n  strategy: psychic\n")
+    with pytest.raises(ConfigError, match=r"routing\.strategy: Input should be 'thompson'"):
+        load_config(path)
+
+
+def test_negative_limits_rejected() -> None:
+    with pytest.raises(ConfigError, match=r"agents\.0\.max_concurrency"):
+        parse_config({"agents": [{"name": "a", "max_concurrency": -1}]})
+    with pytest.raises(ConfigError, match=r"run\.concurrency"):
+        parse_config({"run": {"concurrency": 0}})
+
+
+def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "run:\n  tasks: [1,\n")
+    with pytest.raises(ConfigError, match=r"line \d+ is not valid YAML"):
+        load_config(path)
+
+
+def test_missing_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_duplicate_agents_and_unknown_agent_lookup() -> None:
+    with pytest.raises(ConfigError, match="defined twice"):
+        parse_config({"agents": [{"name": "a"}, {"name": "a"}]})
+    config = parse_config({"agents": [{"name": "a"}, {"name": "b", "version": "2"}]})
+    assert config.agent("b").version == "2"
+    assert config.agent("b@2").name == "b"
+    with pytest.raises(KeyError, match="unknown agent 'c'; configured agents: a@1, b@2"):
+        config.agent("c")
+
+
+def test_rubric_weights_validated() -> None:
+    with pytest.raises(ConfigError, match="unknown rubric weight 'style'"):
+        parse_config({"evaluation": {"weights": {"style": 1.0}}})
+    with pytest.raises(ConfigError, match="must be >= 0"):
+        parse_config({"evaluation": {"weights": {"task": -1.0}}})
