@@ -1,0 +1,1 @@
+"""The benchmark data pool: storage for every stage, validation, anonymization, tiers, queries."""

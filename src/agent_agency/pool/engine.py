@@ -1,0 +1,38 @@
+"""Engines for the pool: SQLite tuned for a single writer with many readers, or PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+
+
+class RawJson(str):
+    """A JSON document already serialized (by pydantic); bound to JSON columns unchanged."""
+
+
+def serialize_json(value: Any) -> str:
+    if isinstance(value, RawJson):
+        return value
+    return json.dumps(value, separators=(",", ":"))
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for `url`; SQLite connections get WAL, synchronous=NORMAL and foreign keys."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return create_engine(parsed, pool_pre_ping=True, json_serializer=serialize_json)
+    engine = create_engine(parsed, connect_args={"timeout": 30}, json_serializer=serialize_json)
+
+    @event.listens_for(engine, "connect")
+    def _tune_sqlite(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        if parsed.database not in (None, "", ":memory:"):
+            cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    return engine

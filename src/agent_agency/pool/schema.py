@@ -1,0 +1,194 @@
+"""The pool's tables, as SQLAlchemy Core metadata (the Alembic migrations create them).
+
+Record tables keep the full pydantic record as JSON in `payload` plus the columns that queries
+filter and sort on, indexed. Types are portable: JSON becomes JSONB on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    Date,
+    DateTime,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+metadata = MetaData()
+
+Json = JSON().with_variant(JSONB(), "postgresql")
+Timestamp = DateTime(timezone=True)
+Id = String(64)
+
+routing_decisions = Table(
+    "routing_decisions",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("timestamp", Timestamp, nullable=False),
+    Column("task_id", String(200), nullable=False),
+    Column("task_type", String(100), nullable=False),
+    Column("agent", String(200), nullable=False),
+    Column("strategy", String(50), nullable=False),
+    Column("propensity", Float, nullable=False),
+    Column("payload", Json, nullable=False),
+    Index("ix_routing_decisions_task_id", "task_id"),
+    Index("ix_routing_decisions_agent_type_time", "agent", "task_type", "timestamp"),
+    Index("ix_routing_decisions_timestamp", "timestamp"),
+)
+
+executions = Table(
+    "executions",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("timestamp", Timestamp, nullable=False),
+    Column("task_id", String(200), nullable=False),
+    Column("task_type", String(100), nullable=False),
+    Column("agent", String(200), nullable=False),
+    Column("decision_id", Id),
+    Column("success", Boolean, nullable=False),
+    Column("latency_ms", Float, nullable=False),
+    Column("tokens", Integer, nullable=False),
+    Column("simulated", Boolean, nullable=False),
+    Column("payload", Json, nullable=False),
+    Index("ix_executions_task_id", "task_id"),
+    Index("ix_executions_agent_type_time", "agent", "task_type", "timestamp"),
+    Index("ix_executions_timestamp", "timestamp"),
+)
+
+evaluations = Table(
+    "evaluations",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("timestamp", Timestamp, nullable=False),
+    Column("task_id", String(200), nullable=False),
+    Column("task_type", String(100), nullable=False),
+    Column("agent", String(200), nullable=False),
+    Column("execution_id", Id, nullable=False),
+    Column("iteration", Integer, nullable=False),
+    Column("success", Boolean, nullable=False),
+    Column("quality", Float, nullable=False),
+    Column("payload", Json, nullable=False),
+    Index("ix_evaluations_execution_iteration", "execution_id", "iteration"),
+    Index("ix_evaluations_agent_type_time", "agent", "task_type", "timestamp"),
+    Index("ix_evaluations_timestamp", "timestamp"),
+)
+
+spans = Table(
+    "spans",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("trace_id", Id, nullable=False),
+    Column("parent_id", Id),
+    Column("kind", String(20), nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("timestamp", Timestamp, nullable=False),
+    Column("payload", Json, nullable=False),
+    Index("ix_spans_trace_id", "trace_id"),
+    Index("ix_spans_timestamp", "timestamp"),
+)
+
+data_points = Table(
+    "data_points",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("timestamp", Timestamp, nullable=False),
+    Column("tier", String(10), nullable=False),
+    Column("task_type", String(100), nullable=False),
+    Column("agent", String(200), nullable=False),
+    Column("tenant", String(64), nullable=False),
+    Column("complexity", String(20), nullable=False),
+    Column("success", Boolean, nullable=False),
+    Column("quality", Float, nullable=False),
+    Column("reward", Float, nullable=False),
+    Column("latency_ms", Float, nullable=False),
+    Column("tokens", Integer, nullable=False),
+    Column("payload", Json, nullable=False),
+    Index("ix_data_points_agent_type_time", "agent", "task_type", "timestamp"),
+    Index("ix_data_points_type_time", "task_type", "timestamp"),
+    Index("ix_data_points_tier_time", "tier", "timestamp"),
+    Index("ix_data_points_timestamp", "timestamp"),
+)
+
+quarantine = Table(
+    "quarantine",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("point_id", String(200)),
+    Column("received_at", Timestamp, nullable=False),
+    Column("payload", Json, nullable=False),
+    Column("reasons", Json, nullable=False),
+    Index("ix_quarantine_received_at", "received_at"),
+)
+
+agent_profiles = Table(
+    "agent_profiles",
+    metadata,
+    Column("agent", String(200), primary_key=True),
+    Column("updated_at", Timestamp, nullable=False),
+    Column("payload", Json, nullable=False),
+)
+
+# One row per (day, agent, task type): the cold tier keeps these and nothing else.
+agent_stats_daily = Table(
+    "agent_stats_daily",
+    metadata,
+    Column("day", Date, nullable=False),
+    Column("agent", String(200), nullable=False),
+    Column("task_type", String(100), nullable=False),
+    Column("n", Integer, nullable=False),
+    Column("successes", Integer, nullable=False),
+    Column("quality_sum", Float, nullable=False),
+    Column("quality_sq_sum", Float, nullable=False),
+    Column("reward_sum", Float, nullable=False),
+    Column("latency_sum", Float, nullable=False),
+    Column("tokens_sum", Integer, nullable=False),
+    PrimaryKeyConstraint("day", "agent", "task_type"),
+    Index("ix_agent_stats_daily_agent_type", "agent", "task_type"),
+)
+
+# Running totals per arm, updated with each evaluation batch, so the router warm-starts in O(arms).
+agent_task_aggregates = Table(
+    "agent_task_aggregates",
+    metadata,
+    Column("agent", String(200), nullable=False),
+    Column("task_type", String(100), nullable=False),
+    Column("n", Integer, nullable=False),
+    Column("successes", Integer, nullable=False),
+    Column("quality_sum", Float, nullable=False),
+    Column("quality_sq_sum", Float, nullable=False),
+    Column("latency_sum", Float, nullable=False),
+    Column("tokens_sum", Integer, nullable=False),
+    Column("updated_at", Timestamp, nullable=False),
+    PrimaryKeyConstraint("agent", "task_type"),
+)
+
+audit_log = Table(
+    "audit_log",
+    metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    Column("kind", String(50), nullable=False),
+    Column("record_id", String(200), nullable=False),
+    Column("payload", Text, nullable=False),
+    Column("prev_hash", String(64), nullable=False),
+    Column("entry_hash", String(64), nullable=False),
+    Column("created_at", Timestamp, nullable=False),
+    Index("ix_audit_log_record_id", "record_id"),
+)
+
+# Differential-privacy spending per (hashed) tenant: ε is never refunded.
+privacy_budget = Table(
+    "privacy_budget",
+    metadata,
+    Column("tenant", String(64), primary_key=True),
+    Column("epsilon_spent", Float, nullable=False),
+    Column("updated_at", Timestamp, nullable=False),
+)

@@ -1,0 +1,316 @@
+"""`Store`: the one storage handle every stage writes records through and reads statistics from."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+from sqlalchemy import Connection, Engine, Table, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from agent_agency.pool import schema
+from agent_agency.pool.engine import RawJson, make_engine
+from agent_agency.pool.migrate import migrate
+from agent_agency.pool.timestamps import to_utc
+from agent_agency.records import Evaluation, Execution, RoutingDecision, Span, utcnow
+
+
+class AgentTaskSummary(BaseModel):
+    agent: str
+    task_type: str
+    tasks: int
+    successes: int
+    success_rate: float
+    mean_quality: float
+    p50_latency_ms: float
+    p95_latency_ms: float
+    tokens: int
+
+
+class ArmAggregate(BaseModel):
+    agent: str
+    task_type: str
+    n: int
+    successes: int
+    quality_sum: float
+    quality_sq_sum: float
+
+
+def dialect_insert(connection: Connection, table: Table) -> postgresql.Insert | sqlite.Insert:
+    """An INSERT that supports ON CONFLICT on this connection's dialect."""
+    if connection.dialect.name == "postgresql":
+        return postgresql.insert(table)
+    return sqlite.insert(table)
+
+
+def percentile(sorted_values: Sequence[float], fraction: float) -> float:
+    """Nearest-rank percentile of already sorted values (0.0 when there are none)."""
+    if not sorted_values:
+        return 0.0
+    rank = max(0, min(len(sorted_values) - 1, round(fraction * (len(sorted_values) - 1))))
+    return float(sorted_values[rank])
+
+
+def _decision_row(decision: RoutingDecision) -> dict[str, Any]:
+    return {
+        "id": decision.id,
+        "timestamp": to_utc(decision.timestamp),
+        "task_id": decision.task_id,
+        "task_type": decision.task_type,
+        "agent": decision.selected_agent,
+        "strategy": decision.strategy,
+        "propensity": decision.propensity,
+        "payload": RawJson(decision.model_dump_json()),
+    }
+
+
+def _execution_row(execution: Execution) -> dict[str, Any]:
+    return {
+        "id": execution.id,
+        "timestamp": to_utc(execution.started_at),
+        "task_id": execution.task_id,
+        "task_type": execution.task_type,
+        "agent": execution.agent,
+        "decision_id": execution.decision_id,
+        "success": execution.success,
+        "latency_ms": execution.latency_ms,
+        "tokens": execution.tokens_used,
+        "simulated": execution.simulated,
+        "payload": RawJson(execution.model_dump_json()),
+    }
+
+
+def _evaluation_row(evaluation: Evaluation) -> dict[str, Any]:
+    return {
+        "id": evaluation.id,
+        "timestamp": to_utc(evaluation.timestamp),
+        "task_id": evaluation.task_id,
+        "task_type": evaluation.task_type,
+        "agent": evaluation.agent,
+        "execution_id": evaluation.execution_id,
+        "iteration": evaluation.iteration,
+        "success": evaluation.success,
+        "quality": evaluation.overall_score,
+        "payload": RawJson(evaluation.model_dump_json()),
+    }
+
+
+def _span_row(span: Span) -> dict[str, Any]:
+    return {
+        "id": span.id,
+        "trace_id": span.trace_id,
+        "parent_id": span.parent_id,
+        "kind": span.kind.value,
+        "name": span.name,
+        "timestamp": to_utc(span.start),
+        "payload": RawJson(span.model_dump_json()),
+    }
+
+
+def insert_new(connection: Connection, table: Table, rows: list[dict[str, Any]]) -> set[str]:
+    """Insert rows whose id is not stored yet, in one executemany; the ids actually inserted."""
+    if not rows:
+        return set()
+    statement = dialect_insert(connection, table).on_conflict_do_nothing(index_elements=["id"])
+    result = connection.execute(statement.returning(table.c.id), rows)
+    return {row[0] for row in result}
+
+
+def _execution_facts(
+    connection: Connection, batch: Sequence[Execution], wanted: set[str]
+) -> dict[str, tuple[int, float, int]]:
+    """(final iteration number, latency, tokens) for each wanted execution id."""
+    facts = {
+        e.id: (max(1, len(e.iterations)), e.latency_ms, e.tokens_used)
+        for e in batch
+        if e.id in wanted
+    }
+    missing = wanted - facts.keys()
+    if missing:
+        stored = connection.execute(
+            select(schema.executions.c.id, schema.executions.c.payload).where(
+                schema.executions.c.id.in_(missing)
+            )
+        )
+        for execution_id, payload in stored:
+            execution = Execution.model_validate(payload)
+            facts[execution_id] = (
+                max(1, len(execution.iterations)),
+                execution.latency_ms,
+                execution.tokens_used,
+            )
+    return facts
+
+
+def _arm_increments(
+    evaluations: Iterable[Evaluation], facts: dict[str, tuple[int, float, int]]
+) -> list[dict[str, Any]]:
+    """Per (agent, task type) increments from the final evaluation of each execution."""
+    arms: dict[tuple[str, str], dict[str, Any]] = {}
+    now = utcnow()
+    for evaluation in evaluations:
+        final_iteration, latency, tokens = facts[evaluation.execution_id]
+        if evaluation.iteration != final_iteration:
+            continue
+        arm = arms.setdefault(
+            (evaluation.agent, evaluation.task_type),
+            {
+                "agent": evaluation.agent,
+                "task_type": evaluation.task_type,
+                "n": 0,
+                "successes": 0,
+                "quality_sum": 0.0,
+                "quality_sq_sum": 0.0,
+                "latency_sum": 0.0,
+                "tokens_sum": 0,
+                "updated_at": now,
+            },
+        )
+        arm["n"] += 1
+        arm["successes"] += int(evaluation.success)
+        arm["quality_sum"] += evaluation.overall_score
+        arm["quality_sq_sum"] += evaluation.overall_score**2
+        arm["latency_sum"] += latency
+        arm["tokens_sum"] += tokens
+    return list(arms.values())
+
+
+def _add_to_aggregates(connection: Connection, increments: list[dict[str, Any]]) -> None:
+    if not increments:
+        return
+    table = schema.agent_task_aggregates
+    statement = dialect_insert(connection, table)
+    summed = {
+        name: table.c[name] + statement.excluded[name]
+        for name in ("n", "successes", "quality_sum", "quality_sq_sum", "latency_sum", "tokens_sum")
+    }
+    connection.execute(
+        statement.on_conflict_do_update(
+            index_elements=["agent", "task_type"],
+            set_={**summed, "updated_at": statement.excluded.updated_at},
+        ),
+        increments,
+    )
+
+
+class Store:
+    """Storage for every stage: records, data points, quarantine and statistics."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    @classmethod
+    def open(cls, url: str) -> Store:
+        """Connect to `url` and migrate its schema to the newest revision."""
+        engine = make_engine(url)
+        migrate(engine)
+        return cls(engine)
+
+    @property
+    def engine(self) -> Engine:
+        return self._engine
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def write_records(
+        self,
+        *,
+        decisions: Sequence[RoutingDecision] = (),
+        executions: Sequence[Execution] = (),
+        evaluations: Sequence[Evaluation] = (),
+        spans: Sequence[Span] = (),
+    ) -> None:
+        """Store records in one transaction; ids already stored are ignored (idempotent).
+
+        Each execution's final evaluation, counted once, updates `agent_task_aggregates`; its
+        execution must be in this batch or an earlier one.
+        """
+        with self._engine.begin() as connection:
+            insert_new(connection, schema.routing_decisions, [_decision_row(d) for d in decisions])
+            insert_new(connection, schema.executions, [_execution_row(e) for e in executions])
+            inserted = insert_new(
+                connection, schema.evaluations, [_evaluation_row(e) for e in evaluations]
+            )
+            insert_new(connection, schema.spans, [_span_row(s) for s in spans])
+            fresh: dict[str, Evaluation] = {e.id: e for e in evaluations if e.id in inserted}
+            wanted = {e.execution_id for e in fresh.values()}
+            facts = _execution_facts(connection, executions, wanted)
+            unknown = sorted(wanted - facts.keys())
+            if unknown:
+                raise ValueError(
+                    f"evaluations[].execution_id: execution(s) {', '.join(unknown)} not stored; "
+                    "write each execution in the same batch as its evaluation or an earlier one"
+                )
+            _add_to_aggregates(connection, _arm_increments(fresh.values(), facts))
+
+    def task_aggregates(self) -> list[ArmAggregate]:
+        """Running totals per (agent, task type) for warm-starting the router."""
+        table = schema.agent_task_aggregates
+        with self._engine.connect() as connection:
+            rows = connection.execute(
+                select(
+                    table.c.agent,
+                    table.c.task_type,
+                    table.c.n,
+                    table.c.successes,
+                    table.c.quality_sum,
+                    table.c.quality_sq_sum,
+                ).order_by(table.c.agent, table.c.task_type)
+            )
+            return [ArmAggregate.model_validate(row._asdict()) for row in rows]
+
+    def agent_task_summary(self, since: datetime | None = None) -> list[AgentTaskSummary]:
+        """Per (agent, task type): tasks, success rate, quality and latency from executions.
+
+        Each execution counts once, graded by its final (highest-iteration) evaluation; one with
+        no evaluation counts with its own success flag and quality 0.
+        """
+        ex, ev = schema.executions, schema.evaluations
+        executions_query = select(
+            ex.c.id, ex.c.agent, ex.c.task_type, ex.c.success, ex.c.latency_ms, ex.c.tokens
+        )
+        evaluations_query = select(ev.c.execution_id, ev.c.iteration, ev.c.success, ev.c.quality)
+        if since is not None:
+            executions_query = executions_query.where(ex.c.timestamp >= to_utc(since))
+            evaluations_query = evaluations_query.where(
+                ev.c.execution_id.in_(executions_query.with_only_columns(ex.c.id))
+            )
+        with self._engine.connect() as connection:
+            final: dict[str, tuple[int, bool, float]] = {}
+            for execution_id, iteration, success, quality in connection.execute(evaluations_query):
+                if execution_id not in final or iteration > final[execution_id][0]:
+                    final[execution_id] = (iteration, success, quality)
+            groups: dict[tuple[str, str], list[tuple[bool, float, float, int]]] = {}
+            for execution_id, agent, task_type, success, latency, tokens in connection.execute(
+                executions_query
+            ):
+                graded = final.get(execution_id)
+                outcome = (graded[1], graded[2]) if graded else (success, 0.0)
+                groups.setdefault((agent, task_type), []).append((*outcome, latency, tokens))
+        summaries = []
+        for (agent, task_type), rows in sorted(groups.items()):
+            latencies = sorted(row[2] for row in rows)
+            successes = sum(1 for row in rows if row[0])
+            summaries.append(
+                AgentTaskSummary(
+                    agent=agent,
+                    task_type=task_type,
+                    tasks=len(rows),
+                    successes=successes,
+                    success_rate=successes / len(rows),
+                    mean_quality=sum(row[1] for row in rows) / len(rows),
+                    p50_latency_ms=percentile(latencies, 0.50),
+                    p95_latency_ms=percentile(latencies, 0.95),
+                    tokens=sum(row[3] for row in rows),
+                )
+            )
+        return summaries

@@ -1,0 +1,93 @@
+"""Record factories shared by the pool tests."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from agent_agency.records import (
+    Evaluation,
+    Execution,
+    GateResult,
+    GraderSpec,
+    Iteration,
+    Message,
+    RoutingDecision,
+    Task,
+    TurnData,
+)
+
+T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+
+
+def make_task(task_id: str = "t1", task_type: str = "math") -> Task:
+    return Task(
+        id=task_id,
+        type=task_type,
+        prompt="What is 17 + 25?",
+        grader=GraderSpec(kind="exact", reference={"answer": "42"}),
+    )
+
+
+def make_records(
+    task_id: str,
+    agent: str = "direct",
+    task_type: str = "math",
+    *,
+    success: bool = True,
+    quality: float = 0.9,
+    latency: float = 100.0,
+    iterations: int = 1,
+    when: datetime = T0,
+) -> tuple[RoutingDecision, Execution, list[Evaluation]]:
+    decision = RoutingDecision(
+        timestamp=when,
+        task_id=task_id,
+        task_type=task_type,
+        selected_agent=agent,
+        strategy="thompson",
+        confidence=0.7,
+        propensity=0.5,
+        primary_reason="highest sampled success",
+    )
+    execution = Execution(
+        task_id=task_id,
+        task_type=task_type,
+        agent=agent,
+        decision_id=decision.id,
+        started_at=when,
+        finished_at=when + timedelta(seconds=1),
+        success=success,
+        final_output="42",
+        iterations=[
+            Iteration(
+                number=n,
+                messages=[Message(role="user", content="What is 17 + 25?")],
+                output="42",
+                latency_ms=latency / iterations,
+                input_tokens=10,
+                output_tokens=5,
+            )
+            for n in range(1, iterations + 1)
+        ],
+    )
+    evaluations = [
+        Evaluation(
+            timestamp=when + timedelta(seconds=2),
+            task_id=task_id,
+            task_type=task_type,
+            execution_id=execution.id,
+            agent=agent,
+            iteration=n,
+            gates=[
+                GateResult(
+                    name="answer", passed=success, score=quality, threshold=0.5, mandatory=True
+                )
+            ],
+            turn_data=[TurnData(turn_number=1, turn_reward=quality)],
+            overall_score=quality if n == iterations else 0.1,
+            passed_all_mandatory=success if n == iterations else False,
+            caws_compliant=True,
+        )
+        for n in range(1, iterations + 1)
+    ]
+    return decision, execution, evaluations
