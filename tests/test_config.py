@@ -107,3 +107,18 @@ def test_rubric_weights_validated() -> None:
         parse_config({"evaluation": {"weights": {"style": 1.0}}})
     with pytest.raises(ConfigError, match="must be >= 0"):
         parse_config({"evaluation": {"weights": {"task": -1.0}}})
+
+
+def test_unknown_agent_in_run_names_field_and_known_agents(tmp_path: Path) -> None:
+    path = write(tmp_path, "run:\n  agents: [direct, wizard]\n")
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    message = str(error.value)
+    assert str(path) in message
+    assert "run.agents.1: unknown agent 'wizard'" in message
+    assert "direct@1" in message
+
+
+def test_team_selects_named_agents() -> None:
+    config = parse_config({"run": {"agents": ["toolsmith", "direct@1"]}})
+    assert [spec.key for spec in config.team()] == ["toolsmith@1", "direct@1"]

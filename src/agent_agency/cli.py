@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from agent_agency.config import AgencyConfig, ConfigError, load_config
+from agent_agency.config import AgencyConfig, ConfigError, load_config, parse_config
 from agent_agency.records import utcnow
 
 app = typer.Typer(
@@ -82,6 +82,9 @@ def run(
     split: Annotated[str | None, typer.Option(help="train, heldout or all")] = None,
     concurrency: Annotated[int | None, typer.Option(help="tasks in flight at once")] = None,
     seed: Annotated[int | None, typer.Option(help="task selection seed")] = None,
+    agent: Annotated[
+        list[str] | None, typer.Option("--agent", help="use only these agents (repeatable)")
+    ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="summary JSON path")] = None,
     db: DbOption = None,
     config: ConfigOption = None,
@@ -89,23 +92,22 @@ def run(
     """Send a batch of tasks through the arbiter and record every decision, execution and grade."""
     from agent_agency.runner import RunRequest, execute_run
 
-    settings = _with_db(_load(config), db)
+    data = _with_db(_load(config), db).model_dump()
     overrides: dict[str, Any] = {
         "tasks": tasks,
         "split": split,
         "concurrency": concurrency,
         "seed": seed,
         "suites": builtin,
+        "agents": agent,
         "summary_json": str(json_out) if json_out else None,
     }
+    data["run"].update({key: value for key, value in overrides.items() if value is not None})
     try:
-        run_settings = settings.run.model_validate(
-            {**settings.run.model_dump(), **{k: v for k, v in overrides.items() if v is not None}}
-        )
-    except ValueError as error:
+        settings = parse_config(data, source="command line")
+    except ConfigError as error:
         err_console.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2) from None
-    settings = settings.model_copy(update={"run": run_settings})
     request = RunRequest(config=settings, suite_files=list(suite or []))
     try:
         prepared = request.prepare()
@@ -115,7 +117,7 @@ def run(
 
     console.print(
         f"Running [bold]{len(prepared.tasks)}[/bold] tasks on agents "
-        f"{', '.join(spec.key for spec in settings.agents)} → {settings.storage.url}"
+        f"{', '.join(spec.key for spec in settings.team())} → {settings.storage.url}"
     )
     if prepared.simulated:
         console.print("[yellow]SIMULATION: scripted agents answer, not a model.[/yellow]")

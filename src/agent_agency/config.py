@@ -175,6 +175,9 @@ class RunSettings(Section):
     task_timeout_s: float = Field(default=120.0, gt=0)
     max_tool_turns: int = Field(default=3, ge=1)
     summary_json: str = "agency-run.json"
+    agents: list[str] = Field(
+        default_factory=list, description="names of the configured agents to use; empty means all"
+    )
 
 
 class AnonymizationPolicy(Section):
@@ -229,7 +232,19 @@ class AgencyConfig(Section):
             if agent.key in seen:
                 raise ValueError(f"agent {agent.key!r} is defined twice")
             seen.add(agent.key)
+        for index, name in enumerate(self.run.agents):
+            if not any(name in (spec.name, spec.key) for spec in self.agents):
+                raise ValueError(
+                    f"run.agents.{index}: unknown agent {name!r}; configured agents: "
+                    + ", ".join(spec.key for spec in self.agents)
+                )
         return self
+
+    def team(self) -> list[AgentSpec]:
+        """The agents a run uses: `run.agents` if given, else every configured agent."""
+        if not self.run.agents:
+            return list(self.agents)
+        return [self.agent(name) for name in self.run.agents]
 
     def agent(self, name: str) -> AgentSpec:
         """The agent named `name` (or `name@version`); `KeyError` naming the known ones."""

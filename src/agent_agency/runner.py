@@ -30,7 +30,7 @@ class PreparedRun:
 
     @property
     def simulated(self) -> bool:
-        return any(spec.backend == "scripted" for spec in self.config.agents)
+        return any(spec.backend == "scripted" for spec in self.config.team())
 
 
 @dataclass
@@ -66,8 +66,8 @@ def build_arbiter(
     config: AgencyConfig, tasks: Sequence[Task], store: Store, tracker: Tracker
 ) -> Arbiter:
     """The arbiter for `config`, its router warm-started from the pool's aggregates."""
-    backends = {spec.key: build_backend(spec, tasks=tasks) for spec in config.agents}
-    router = Router(config.routing, config.agents)
+    backends = {spec.key: build_backend(spec, tasks=tasks) for spec in config.team()}
+    router = Router(config.routing, config.team())
     router.warm_start(store.task_aggregates())
     return Arbiter(
         config,
@@ -125,7 +125,7 @@ def write_summary_json(
         "tasks": report.tasks,
         "succeeded": report.succeeded,
         "database": config.storage.url,
-        "agents": [spec.key for spec in config.agents],
+        "agents": [spec.key for spec in config.team()],
         "simulated": simulated,
         "summary": [row.model_dump(mode="json") for row in report.summary],
     }

@@ -77,7 +77,7 @@ class Arbiter:
         tenant_id: str = "default",
     ) -> None:
         self.config = config
-        self.agents: dict[str, AgentSpec] = {spec.key: spec for spec in config.agents}
+        self.agents: dict[str, AgentSpec] = {spec.key: spec for spec in config.team()}
         missing = sorted(set(self.agents) - set(backends))
         if missing:
             raise ValueError(f"no backend for agents: {', '.join(missing)}")
