@@ -1,0 +1,34 @@
+"""Write one benchmark's section of benchmarks/RESULTS.md, leaving the other sections alone.
+
+Every benchmark script calls `write_section(title, body)`; the section is everything from its
+`## title` heading to the next `## ` heading.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+RESULTS = Path(__file__).with_name("RESULTS.md")
+HEADER = "# Benchmark results\n\nFigures measured by the scripts in `benchmarks/`; each section says how.\n"
+
+
+def machine_note() -> str:
+    return (
+        f"{datetime.now(UTC):%Y-%m-%d}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"{platform.machine()}"
+    )
+
+
+def write_section(title: str, body: str) -> None:
+    text = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else HEADER
+    section = f"## {title}\n\n_Measured {machine_note()}._\n\n{body.strip()}\n\n"
+    pattern = re.compile(rf"^## {re.escape(title)}\n.*?(?=^## |\Z)", re.MULTILINE | re.DOTALL)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: section, text, count=1)
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    RESULTS.write_text(text.rstrip("\n") + "\n", encoding="utf-8")

@@ -1,0 +1,87 @@
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select, text
+
+from agent_agency.pool.schema import executions, routing_decisions
+from agent_agency.pool.store import Store
+from agent_agency.records import Execution, RoutingDecision
+from agent_agency.tracking.tracker import Tracker
+
+
+def decision(i: int) -> RoutingDecision:
+    return RoutingDecision(
+        task_id=f"t{i}",
+        task_type="arithmetic",
+        selected_agent="direct@1",
+        strategy="thompson",
+        confidence=0.5,
+        propensity=0.5,
+        primary_reason="test",
+    )
+
+
+def execution(i: int) -> Execution:
+    return Execution(task_id=f"t{i}", task_type="arithmetic", agent="direct@1")
+
+
+def count(store: Store, table: object) -> int:
+    with store.engine.connect() as connection:
+        return int(connection.execute(select(func.count()).select_from(table)).scalar_one())  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store.open(f"sqlite:///{tmp_path / 'track.db'}")
+
+
+def test_flush_writes_everything_recorded_before_it(store: Store, tmp_path: Path) -> None:
+    tracker = Tracker(store, batch_size=7, flush_interval_s=10.0, spill_dir=tmp_path)
+    for i in range(50):
+        tracker.record_decision(decision(i))
+        tracker.record_execution(execution(i))
+    tracker.flush(timeout=10)
+    assert count(store, routing_decisions) == 50
+    assert count(store, executions) == 50
+    assert tracker.written == 100
+    tracker.close()
+
+
+def test_close_flushes_buffered_records(store: Store, tmp_path: Path) -> None:
+    with Tracker(store, batch_size=1000, flush_interval_s=60.0, spill_dir=tmp_path) as tracker:
+        for i in range(5):
+            tracker.record(decision(i))
+    assert count(store, routing_decisions) == 5
+    with pytest.raises(RuntimeError, match="closed"):
+        tracker.record(decision(99))
+
+
+def test_interval_writes_without_flush(store: Store, tmp_path: Path) -> None:
+    import time
+
+    tracker = Tracker(store, batch_size=1000, flush_interval_s=0.05, spill_dir=tmp_path)
+    tracker.record(decision(1))
+    deadline = time.monotonic() + 5
+    while count(store, routing_decisions) == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert count(store, routing_decisions) == 1
+    tracker.close()
+
+
+def test_unwritable_store_spills_records_to_a_file(store: Store, tmp_path: Path) -> None:
+    with store.engine.begin() as connection:
+        connection.execute(text("DROP TABLE routing_decisions"))
+    tracker = Tracker(store, flush_interval_s=0.05, retries=2, spill_dir=tmp_path)
+    tracker.record(decision(1))
+    tracker.record(execution(1))
+    tracker.close()
+    assert len(tracker.spilled) == 1
+    lines = [json.loads(line) for line in tracker.spilled[0].read_text().splitlines()]
+    assert [line["kind"] for line in lines] == ["RoutingDecision", "Execution"]
+    assert lines[0]["record"]["task_id"] == "t1"
+
+
+def test_rejects_bad_settings(store: Store) -> None:
+    with pytest.raises(ValueError, match="batch_size must be > 0"):
+        Tracker(store, batch_size=0)
