@@ -1,0 +1,220 @@
+"""The arbiter's execute loop with simulated (scripted) agents and real router, evaluator, pool."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from agent_agency.agents.base import Backend
+from agent_agency.agents.scripted import ScriptedBackend
+from agent_agency.arbiter.arbiter import Arbiter
+from agent_agency.arbiter.router import Router
+from agent_agency.caws.evaluator import Evaluator
+from agent_agency.config import AgencyConfig, parse_config
+from agent_agency.pool.store import Store
+from agent_agency.records import Task
+from agent_agency.tasks import load_builtin, select_tasks
+from agent_agency.tracking.tracker import Tracker
+
+
+def scripted_config(**overrides: object) -> AgencyConfig:
+    data: dict[str, object] = {
+        "agents": [
+            {
+                "name": "good",
+                "backend": "scripted",
+                "skills": {"*": 0.95},
+                "tools_enabled": True,
+                "capabilities": ["math", "classification", "tools", "text", "extraction"],
+            },
+            {
+                "name": "poor",
+                "backend": "scripted",
+                "skills": {"*": 0.1},
+                "tools_enabled": True,
+                "capabilities": ["math", "classification", "tools", "text", "extraction"],
+            },
+        ],
+        "routing": {"seed": 1},
+    }
+    data.update(overrides)
+    return parse_config(data)
+
+
+@pytest.fixture(scope="module")
+def tasks() -> list[Task]:
+    pool = load_builtin(["arithmetic", "classification", "tool-use"], split="train")
+    return select_tasks(pool, 60, seed=3)
+
+
+def arbiter_for(
+    config: AgencyConfig,
+    tasks: Sequence[Task],
+    *,
+    backends: dict[str, Backend] | None = None,
+    tracker: Tracker | None = None,
+) -> Arbiter:
+    team = config.team()
+    built: dict[str, Backend] = {spec.key: ScriptedBackend(spec, tasks) for spec in team}
+    built.update(backends or {})
+    return Arbiter(
+        config,
+        backends=built,
+        router=Router(config.routing, team),
+        evaluator=Evaluator(config.evaluation),
+        tracker=tracker,
+    )
+
+
+def test_run_routes_grades_and_learns(tasks: list[Task]) -> None:
+    config = scripted_config()
+    arbiter = arbiter_for(config, tasks)
+    outcomes = asyncio.run(arbiter.run(tasks, concurrency=4))
+    assert [outcome.task.id for outcome in outcomes] == [task.id for task in tasks]
+    for outcome in outcomes:
+        assert outcome.decisions and outcome.executions and outcome.evaluations
+        assert outcome.execution.simulated
+        assert outcome.data_point is not None
+        assert outcome.execution.iterations
+        assert 0.0 < outcome.decisions[0].propensity <= 1.0
+    chosen = [outcome.decisions[0].selected_agent for outcome in outcomes]
+    # the router learns: by the second half the good agent takes most tasks
+    assert chosen[30:].count("good@1") >= 22
+    good = [o.success for o in outcomes if o.execution.agent == "good@1"]
+    poor = [o.success for o in outcomes if o.execution.agent == "poor@1"]
+    assert sum(good) / len(good) > 0.7
+    if poor:
+        assert sum(poor) / len(poor) < sum(good) / len(good)
+
+
+def test_feedback_iteration_is_recorded(tasks: list[Task]) -> None:
+    config = scripted_config(
+        agents=[{"name": "half", "backend": "scripted", "skills": {"*": 0.5}}],
+        evaluation={"max_iterations": 3},
+    )
+    arbiter = arbiter_for(config, [t for t in tasks if t.type == "arithmetic"])
+    outcomes = asyncio.run(arbiter.run([t for t in tasks if t.type == "arithmetic"], concurrency=2))
+    retried = [o for o in outcomes if len(o.execution.iterations) > 1]
+    assert retried, "with skill 0.5 some first attempts must fail and be retried"
+    first = retried[0].execution.iterations[0]
+    assert first.outcome == "retry"
+    assert first.feedback
+    assert first.quality_score is not None
+    assert retried[0].execution.iterations[1].messages[-1].content == first.feedback
+    assert all(len(o.execution.iterations) <= 3 for o in outcomes)
+
+
+def test_failing_agent_falls_back_to_next_candidate(tasks: list[Task]) -> None:
+    config = scripted_config()
+    poor = config.agent("poor")
+    broken = ScriptedBackend(config.agent("good"), tasks, fail_rate=1.0)
+    arbiter = arbiter_for(config, tasks, backends={"good@1": broken})
+    outcomes = asyncio.run(arbiter.run(tasks[:12], concurrency=3))
+    fell_back = [o for o in outcomes if len(o.decisions) == 2]
+    assert fell_back
+    for outcome in fell_back:
+        assert outcome.executions[0].agent == "good@1"
+        assert "injected failure" in (outcome.executions[0].failure_reason or "")
+        assert outcome.decisions[1].fallback_of == "good@1"
+        assert outcome.execution.agent == poor.key
+
+
+def test_hanging_agent_times_out_and_falls_back(tasks: list[Task]) -> None:
+    config = scripted_config(
+        agents=[
+            {"name": "good", "backend": "scripted", "skills": {"*": 0.95}, "timeout_s": 0.2},
+            {"name": "poor", "backend": "scripted", "skills": {"*": 0.9}},
+        ]
+    )
+    hanging = ScriptedBackend(config.agent("good"), tasks, hang=True)
+    arbiter = arbiter_for(config, tasks, backends={"good@1": hanging})
+    outcomes = asyncio.run(arbiter.run(tasks[:6], concurrency=3))
+    for outcome in outcomes:
+        assert outcome.execution.agent == "poor@1"
+        timed_out = [e for e in outcome.executions if e.agent == "good@1"]
+        for execution in timed_out:
+            assert "timed out" in (execution.failure_reason or "")
+
+
+def test_task_timeout_without_fallback_is_a_recorded_failure(tasks: list[Task]) -> None:
+    config = scripted_config(
+        agents=[{"name": "slow", "backend": "scripted", "timeout_s": 30}],
+        routing={"fallback": False},
+        run={"task_timeout_s": 0.2},
+    )
+    hanging = ScriptedBackend(config.agent("slow"), tasks, hang=True)
+    arbiter = arbiter_for(config, tasks, backends={"slow@1": hanging})
+    outcome = asyncio.run(arbiter.execute(tasks[0]))
+    assert not outcome.success
+    assert "task time-out" in (outcome.execution.failure_reason or "")
+
+
+def test_per_agent_concurrency_limit_holds(tasks: list[Task]) -> None:
+    config = scripted_config(
+        agents=[{"name": "solo", "backend": "scripted", "max_concurrency": 2, "skills": {"*": 1.0}}]
+    )
+    slow = ScriptedBackend(config.agent("solo"), tasks, latency_ms=20)
+    arbiter = arbiter_for(config, tasks, backends={"solo@1": slow})
+    peak = 0
+
+    async def main() -> None:
+        nonlocal peak
+        runner = asyncio.create_task(arbiter.run(tasks[:12], concurrency=6))
+        while not runner.done():
+            peak = max(peak, arbiter.in_flight["solo@1"])
+            await asyncio.sleep(0.002)
+        await runner
+
+    asyncio.run(main())
+    assert peak == 2
+
+
+def test_cancellation_records_cancelled_executions(tasks: list[Task], tmp_path: Path) -> None:
+    store = Store.open(f"sqlite:///{tmp_path / 'cancel.db'}")
+    config = scripted_config(agents=[{"name": "slow", "backend": "scripted"}])
+    tracker = Tracker(store, spill_dir=tmp_path)
+    slow = ScriptedBackend(config.agent("slow"), tasks, latency_ms=10_000)
+    arbiter = arbiter_for(config, tasks, backends={"slow@1": slow}, tracker=tracker)
+
+    async def main() -> None:
+        runner = asyncio.create_task(arbiter.run(tasks[:3], concurrency=3))
+        await asyncio.sleep(0.1)
+        runner.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await runner
+
+    asyncio.run(main())
+    tracker.close()
+    rows = store.agent_task_summary()
+    store.close()
+    assert sum(row.tasks for row in rows) == 3
+    assert all(row.successes == 0 for row in rows)
+
+
+def test_run_is_recorded_in_the_pool(tasks: list[Task], tmp_path: Path) -> None:
+    store = Store.open(f"sqlite:///{tmp_path / 'run.db'}")
+    config = scripted_config()
+    with Tracker(store, spill_dir=tmp_path) as tracker:
+        outcomes = asyncio.run(arbiter_for(config, tasks, tracker=tracker).run(tasks[:20]))
+    rows = store.agent_task_summary()
+    aggregates = store.task_aggregates()
+    store.close()
+    assert sum(row.tasks for row in rows) == 20
+    assert sum(row.successes for row in rows) == sum(o.success for o in outcomes)
+    assert sum(agg.n for agg in aggregates) >= 20
+    assert {row.agent for row in rows} <= {"good@1", "poor@1"}
+
+
+def test_arbiter_needs_a_backend_per_agent(tasks: list[Task]) -> None:
+    config = scripted_config()
+    team = config.team()
+    with pytest.raises(ValueError, match="no backend for agents: poor@1"):
+        Arbiter(
+            config,
+            backends={"good@1": ScriptedBackend(team[0], tasks)},
+            router=Router(config.routing, team),
+            evaluator=Evaluator(config.evaluation),
+        )

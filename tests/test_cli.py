@@ -1,0 +1,134 @@
+"""The `agency` command line, end to end in-process through Typer's runner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from agent_agency.cli import app, parse_since
+
+runner = CliRunner()
+
+SCRIPTED_TEAM = """
+agents:
+  - name: sim-good
+    backend: scripted
+    skills: {"*": 0.9}
+    tools_enabled: true
+    capabilities: [text, code, math, extraction, classification, tools]
+  - name: sim-poor
+    backend: scripted
+    skills: {"*": 0.2}
+    capabilities: [text, code, math, extraction, classification, tools]
+"""
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("AGENCY_CONFIG", raising=False)
+    (tmp_path / "agency.yaml").write_text(SCRIPTED_TEAM, encoding="utf-8")
+    return tmp_path
+
+
+def test_config_show_prints_effective_defaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("AGENCY_CONFIG", raising=False)
+    result = runner.invoke(app, ["config", "show"])
+    assert result.exit_code == 0, result.output
+    shown = yaml.safe_load(result.output)
+    assert [agent["name"] for agent in shown["agents"]] == ["direct", "stepwise", "toolsmith"]
+    assert shown["storage"]["url"] == "sqlite:///agency.db"
+
+
+def test_run_then_stats_read_the_same_database(workdir: Path) -> None:
+    result = runner.invoke(app, ["run", "--tasks", "14", "--concurrency", "3"])
+    assert result.exit_code == 0, result.output
+    assert "SIMULATION" in result.output
+    summary = json.loads((workdir / "agency-run.json").read_text())
+    assert summary["tasks"] == 14
+    assert summary["simulated"] is True
+    assert sum(row["tasks"] for row in summary["summary"]) == 14
+    task_types = {row["task_type"] for row in summary["summary"]}
+    assert len(task_types) >= 5
+
+    stats = runner.invoke(app, ["stats", "--json"])
+    assert stats.exit_code == 0, stats.output
+    rows = json.loads(stats.output)
+    assert sum(row["tasks"] for row in rows) == 14
+    assert {row["agent"] for row in rows} <= {"sim-good@1", "sim-poor@1"}
+
+    table = runner.invoke(app, ["stats", "--since", "1h"])
+    assert table.exit_code == 0
+    assert "sim-" in table.output
+
+
+def test_run_with_a_user_suite(workdir: Path) -> None:
+    suite = workdir / "mine.jsonl"
+    lines = [
+        {
+            "id": f"add-{i}",
+            "type": "arithmetic",
+            "prompt": f"What is {i} plus {i}?",
+            "requirements": ["math"],
+            "grader": {"kind": "exact-number", "reference": {"answer": 2 * i}},
+        }
+        for i in range(4)
+    ]
+    suite.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    result = runner.invoke(app, ["run", "--suite", str(suite), "--tasks", "4", "--db", "mine.db"])
+    assert result.exit_code == 0, result.output
+    assert (workdir / "mine.db").exists()
+    summary = json.loads((workdir / "agency-run.json").read_text())
+    assert summary["tasks"] == 4
+
+
+def test_malformed_task_file_names_file_and_line(workdir: Path) -> None:
+    suite = workdir / "bad.jsonl"
+    good = {
+        "id": "a",
+        "type": "arithmetic",
+        "prompt": "1+1?",
+        "grader": {"kind": "exact-number", "reference": {"answer": 2}},
+    }
+    suite.write_text(json.dumps(good) + "\n" + '{"id": "b", "type": 3, "prompt": "x"}\n')
+    result = runner.invoke(app, ["run", "--suite", str(suite)])
+    assert result.exit_code == 2
+    assert "bad.jsonl" in result.output
+    assert "line 2" in result.output
+
+
+def test_bad_config_names_file_and_field(workdir: Path) -> None:
+    (workdir / "agency.yaml").write_text("run:\n  tasks: lots\n")
+    result = runner.invoke(app, ["run"])
+    assert result.exit_code == 2
+    assert "agency.yaml" in result.output
+    assert "run.tasks" in result.output
+
+
+def test_unknown_agent_on_the_command_line(workdir: Path) -> None:
+    result = runner.invoke(app, ["run", "--agent", "nobody"])
+    assert result.exit_code == 2
+    assert "unknown agent 'nobody'" in result.output
+
+
+def test_stats_on_an_empty_database(workdir: Path) -> None:
+    result = runner.invoke(app, ["stats", "--db", "empty.db"])
+    assert result.exit_code == 0
+    assert "No recorded executions" in result.output
+
+
+def test_parse_since_accepts_durations_and_dates() -> None:
+    assert parse_since(None) is None
+    assert parse_since("7d") is not None
+    assert parse_since("2026-01-02").year == 2026  # type: ignore[union-attr]
+    import typer
+
+    with pytest.raises(typer.BadParameter, match="--since|neither"):
+        parse_since("last tuesday")
