@@ -1,0 +1,160 @@
+"""The numeric core of routing: evidence arrays, posteriors and selection probabilities.
+
+Everything here works on numpy arrays over the k candidates of one decision and returns the
+probability with which each candidate is selected, so every strategy logs a propensity:
+
+- Thompson sampling: success ~ Beta(1 + s, 1 + n - s), quality ~ Normal(posterior mean, sd) and a
+  sampled reward (1 - w)·success + w·quality. The router keeps `draws` posterior draws per task
+  type and plays the argmax of one draw picked uniformly, so the propensity it logs — the share
+  of draws an arm wins — is exactly the probability with which that arm was played, and averaged
+  over the draws it is the Thompson probability. The played arm's propensity is >= 1/draws.
+- UCB1, capability, load balance, fallback: deterministic argmax; ties are broken uniformly, so the
+  propensity is exactly 1/ties for each tied best arm and 0 for the rest.
+- ε-greedy: exact, (1 - ε)/ties for the greedy arms plus ε/k for every arm.
+- LinUCB / LinTS: one ridge regression per agent over the task feature vector; A⁻¹ is kept up to
+  date with Sherman–Morrison so a decision costs one batched matrix-vector product. For LinTS only
+  the scalar x·θ̃ matters, and with θ̃ ~ N(θ̂, α²A⁻¹) it is N(x·θ̂, α²·xᵀA⁻¹x): sampling that scalar
+  is exact and avoids a Cholesky factorisation per agent.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+IndexArray = npt.NDArray[np.intp]
+BoolArray = npt.NDArray[np.bool_]
+
+UNTRIED_SCORE = 1e6
+"""UCB index of an arm never played: above any real index so it is played first, yet finite so a
+logged decision stays valid JSON."""
+
+# Columns of an evidence array [..., 4].
+N, SUCCESSES, QUALITY_SUM, QUALITY_SQ_SUM = 0, 1, 2, 3
+EVIDENCE_FIELDS = 4
+
+
+def reward(success: bool, quality: float, quality_weight: float) -> float:
+    """The scalar reward the router maximises: (1 - w)·success + w·quality."""
+    return (1.0 - quality_weight) * float(success) + quality_weight * quality
+
+
+def quality_posterior(evidence: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Posterior mean and sd of mean quality (one prior pseudo-observation of 0.5, variance 1/4)."""
+    n = evidence[..., N]
+    total = evidence[..., QUALITY_SUM]
+    deviation = np.maximum(evidence[..., QUALITY_SQ_SUM] - total**2 / np.maximum(n, 1e-12), 0.0)
+    effective = n + 1.0
+    mean = (total + 0.5) / effective
+    sd = np.sqrt((deviation + 0.25) / effective) / np.sqrt(effective)
+    return mean, sd
+
+
+def posterior_mean_reward(evidence: FloatArray, quality_weight: float) -> FloatArray:
+    """E[reward] under the posterior: Beta(1,1) prior on success, quality_posterior on quality."""
+    n = evidence[..., N]
+    success_mean = (evidence[..., SUCCESSES] + 1.0) / (n + 2.0)
+    quality_mean, _ = quality_posterior(evidence)
+    return (1.0 - quality_weight) * success_mean + quality_weight * quality_mean
+
+
+def observed_mean_reward(evidence: FloatArray, quality_weight: float) -> FloatArray:
+    """Empirical mean reward; 0 where there is no evidence (UCB gives those arms priority)."""
+    n = np.maximum(evidence[..., N], 1e-12)
+    success_rate = evidence[..., SUCCESSES] / n
+    quality_mean = evidence[..., QUALITY_SUM] / n
+    return (1.0 - quality_weight) * success_rate + quality_weight * quality_mean
+
+
+def thompson_samples(
+    rng: np.random.Generator, evidence: FloatArray, quality_weight: float, draws: int
+) -> FloatArray:
+    """`draws` × k sampled rewards from the posteriors of the k arms in `evidence` (k × 4)."""
+    n = evidence[:, N]
+    successes = evidence[:, SUCCESSES]
+    shape = (draws, evidence.shape[0])
+    sampled = rng.beta(successes + 1.0, np.maximum(n - successes, 0.0) + 1.0, size=shape)
+    if quality_weight == 0.0:
+        return sampled
+    quality_mean, quality_sd = quality_posterior(evidence)
+    quality = rng.normal(quality_mean, quality_sd, size=shape)
+    return (1.0 - quality_weight) * sampled + quality_weight * quality
+
+
+def argmax_frequencies(samples: FloatArray) -> FloatArray:
+    """Share of rows (posterior draws) in which each column is the largest."""
+    winners = samples.argmax(axis=1)
+    counts = np.bincount(winners, minlength=samples.shape[1]).astype(np.float64)
+    return counts / float(samples.shape[0])
+
+
+def tie_uniform(scores: FloatArray) -> FloatArray:
+    """Selection probabilities of a deterministic argmax with ties broken uniformly."""
+    best = (scores == scores.max()).astype(np.float64)
+    probabilities: FloatArray = best / best.sum()
+    return probabilities
+
+
+def ucb1_scores(evidence: FloatArray, quality_weight: float, c: float) -> FloatArray:
+    """mean + sqrt(c·ln(total plays)/plays); arms never played score UNTRIED_SCORE."""
+    n = evidence[:, N]
+    total = max(float(n.sum()), 1.0)
+    bonus = np.sqrt(c * np.log(total) / np.maximum(n, 1e-12))
+    scores: FloatArray = np.where(
+        n > 0, observed_mean_reward(evidence, quality_weight) + bonus, UNTRIED_SCORE
+    )
+    return scores
+
+
+def epsilon_greedy_probabilities(means: FloatArray, epsilon: float) -> FloatArray:
+    probabilities: FloatArray = (1.0 - epsilon) * tie_uniform(means) + epsilon / means.shape[0]
+    return probabilities
+
+
+def sample_index(rng: np.random.Generator, probabilities: FloatArray) -> int:
+    """Draw one index from a probability vector (cheaper than Generator.choice for small k)."""
+    cumulative = np.cumsum(probabilities)
+    position = int(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"))
+    return min(position, int(probabilities.shape[0]) - 1)
+
+
+class LinearModels:
+    """One ridge regression (A = I + Σxxᵀ, b = Σr·x) per agent, rows aligned with agent index."""
+
+    def __init__(self, dim: int, alpha: float) -> None:
+        self.dim = dim
+        self.alpha = alpha
+        self.a = np.zeros((0, dim, dim))
+        self.a_inv = np.zeros((0, dim, dim))
+        self.b = np.zeros((0, dim))
+        self.theta = np.zeros((0, dim))
+
+    def add_agent(self, inherit_from: int | None = None, weight: float = 0.0) -> None:
+        """A new agent; with a parent, A = I + w·(A_parent - I) and b = w·b_parent."""
+        eye = np.eye(self.dim)
+        if inherit_from is None:
+            a, b = eye, np.zeros(self.dim)
+        else:
+            a = eye + weight * (self.a[inherit_from] - eye)
+            b = weight * self.b[inherit_from]
+        a_inv = np.linalg.inv(a)
+        self.a = np.concatenate([self.a, a[None]])
+        self.a_inv = np.concatenate([self.a_inv, a_inv[None]])
+        self.b = np.concatenate([self.b, b[None]])
+        self.theta = np.concatenate([self.theta, (a_inv @ b)[None]])
+
+    def observe(self, agent: int, x: FloatArray, reward_sum: float, count: float = 1.0) -> None:
+        """Add `count` observations at x whose rewards sum to `reward_sum` (rank-one update)."""
+        a_inv = self.a_inv[agent]
+        ax = a_inv @ x
+        self.a_inv[agent] = a_inv - count * np.outer(ax, ax) / (1.0 + count * float(x @ ax))
+        self.a[agent] += count * np.outer(x, x)
+        self.b[agent] += reward_sum * x
+        self.theta[agent] = self.a_inv[agent] @ self.b[agent]
+
+    def predict(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Predicted mean reward and posterior sd (before α) of every agent at x."""
+        mean = self.theta @ x
+        variance = (self.a_inv @ x) @ x
+        return mean, np.sqrt(np.maximum(variance, 0.0))

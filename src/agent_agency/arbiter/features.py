@@ -1,0 +1,110 @@
+"""Task → fixed-length feature vector for the contextual strategies (LinUCB, LinTS).
+
+Layout of `FeatureLayout.vector(...)` (length `FeatureLayout.dim`):
+
+    [0]                      bias, always 1.0
+    [1 : 1+K]                one-hot of the task type over the K declared types (sorted)
+    [1+K : 1+K+H]            one-hot hash bucket of a task type that was not declared
+    [1+K+H]                  complexity: trivial 0.0, standard 0.5, complex 1.0
+    [2+K+H]                  number of requirements
+    [3+K+H]                  log1p(prompt length in characters) / 10
+    [4+K+H : 4+K+H+F]        the F declared `Task.features`, by sorted name (0.0 when absent)
+    [4+K+H+F : 4+K+2H+F]     other `Task.features`, each added into the bucket its name hashes to
+
+K = len(context_task_types), F = len(context_features), H = context_hash_buckets. The hash is
+CRC-32 (stable across processes, unlike Python's `hash`). A routing decision stores the inputs
+(`decision_context`) so a logged decision can be featurised again for off-policy evaluation.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from agent_agency.records import Complexity, Task
+
+PROMPT_CHARS_KEY = "prompt_chars"
+"""Key in `RoutingDecision.context` that holds the prompt length (other keys are Task.features)."""
+
+_COMPLEXITY_VALUE = {Complexity.TRIVIAL: 0.0, Complexity.STANDARD: 0.5, Complexity.COMPLEX: 1.0}
+_FIXED = 4  # bias, complexity, requirement count, prompt length
+
+
+def _bucket(name: str, buckets: int) -> int:
+    return zlib.crc32(name.encode("utf-8")) % buckets
+
+
+class FeatureLayout:
+    """Where each task attribute goes in the feature vector (see the module docstring)."""
+
+    def __init__(
+        self, task_types: Iterable[str], feature_names: Iterable[str], hash_buckets: int
+    ) -> None:
+        if hash_buckets <= 0:
+            raise ValueError(f"context_hash_buckets must be > 0, got {hash_buckets}")
+        self.task_types = tuple(sorted(set(task_types)))
+        self.feature_names = tuple(sorted(set(feature_names)))
+        self.hash_buckets = hash_buckets
+        self._type_slot = {name: 1 + i for i, name in enumerate(self.task_types)}
+        self._hashed_type_start = 1 + len(self.task_types)
+        self._numeric_start = self._hashed_type_start + hash_buckets
+        self._feature_slot = {
+            name: self._numeric_start + 3 + i for i, name in enumerate(self.feature_names)
+        }
+        self._hashed_feature_start = self._numeric_start + 3 + len(self.feature_names)
+        self.dim = len(self.task_types) + len(self.feature_names) + 2 * hash_buckets + _FIXED
+
+    def vector(
+        self,
+        task_type: str,
+        complexity: Complexity,
+        requirement_count: int,
+        prompt_chars: int,
+        features: Mapping[str, float],
+    ) -> npt.NDArray[np.float64]:
+        x = np.zeros(self.dim)
+        x[0] = 1.0
+        slot = self._type_slot.get(task_type)
+        if slot is None:
+            slot = self._hashed_type_start + _bucket(task_type, self.hash_buckets)
+        x[slot] = 1.0
+        x[self._numeric_start] = _COMPLEXITY_VALUE[complexity]
+        x[self._numeric_start + 1] = float(requirement_count)
+        x[self._numeric_start + 2] = math.log1p(max(prompt_chars, 0)) / 10.0
+        for name, value in features.items():
+            feature_slot = self._feature_slot.get(name)
+            if feature_slot is None:
+                feature_slot = self._hashed_feature_start + _bucket(name, self.hash_buckets)
+            x[feature_slot] += float(value)
+        return x
+
+
+def decision_context(task: Task) -> dict[str, float]:
+    """What a routing decision records so the task can be featurised again without the prompt."""
+    context = {name: float(value) for name, value in task.features.items()}
+    context[PROMPT_CHARS_KEY] = float(len(task.prompt))
+    return context
+
+
+def task_features(task: Task, layout: FeatureLayout) -> npt.NDArray[np.float64]:
+    """The feature vector of `task` under `layout`."""
+    return layout.vector(
+        task.type, task.complexity, len(task.requirements), len(task.prompt), task.features
+    )
+
+
+def logged_features(
+    layout: FeatureLayout,
+    task_type: str,
+    complexity: Complexity,
+    requirement_count: int,
+    context: Mapping[str, float],
+) -> npt.NDArray[np.float64]:
+    """The feature vector of a logged decision, from its `decision_context`."""
+    features = {k: v for k, v in context.items() if k != PROMPT_CHARS_KEY}
+    prompt_chars = int(context.get(PROMPT_CHARS_KEY, 0.0))
+    return layout.vector(task_type, complexity, requirement_count, prompt_chars, features)
