@@ -51,6 +51,15 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         admin.dispose()
 
 
+TEST_SECRET = "test-tenant-secret"
+
+
+@pytest.fixture(autouse=True)
+def tenant_secret(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("AGENCY_TENANT_SECRET", TEST_SECRET)
+    return TEST_SECRET
+
+
 @pytest.fixture
 def store(db_url: str) -> Iterator[Store]:
     opened = Store.open(db_url)

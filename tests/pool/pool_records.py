@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from agent_agency.pool.assemble import build_data_point
 from agent_agency.records import (
+    DataPoint,
     Evaluation,
     Execution,
     GateResult,
@@ -91,3 +93,25 @@ def make_records(
         for n in range(1, iterations + 1)
     ]
     return decision, execution, evaluations
+
+
+def make_point(
+    task_id: str = "t1",
+    *,
+    agent: str = "direct",
+    task_type: str = "math",
+    prompt: str = "What is 17 + 25?",
+    output: str = "42",
+    tenant: str = "acme",
+    success: bool = True,
+    quality: float = 0.9,
+    when: datetime = T0,
+) -> DataPoint:
+    decision, execution, evaluations = make_records(
+        task_id, agent, task_type, success=success, quality=quality, when=when
+    )
+    execution.final_output = output
+    execution.iterations[-1].output = output
+    task = make_task(task_id, task_type).model_copy(update={"prompt": prompt})
+    point = build_data_point(task, decision, execution, evaluations[-1], tenant_id=tenant)
+    return point.model_copy(update={"id": task_id})  # readable ids in assertions

@@ -2,19 +2,44 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from datetime import datetime
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sqlalchemy import Connection, Engine, Table, select
 from sqlalchemy.dialects import postgresql, sqlite
 
+from agent_agency.config import PoolSettings
 from agent_agency.pool import schema
+from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.engine import RawJson, make_engine
 from agent_agency.pool.migrate import migrate
+from agent_agency.pool.reward_noise import RewardNoise
+from agent_agency.pool.tenant_secret import load_tenant_secret
 from agent_agency.pool.timestamps import to_utc
-from agent_agency.records import Evaluation, Execution, RoutingDecision, Span, utcnow
+from agent_agency.pool.validation import parse_point, privacy_reasons, structural_reasons
+from agent_agency.records import (
+    DataPoint,
+    Evaluation,
+    Execution,
+    RoutingDecision,
+    Span,
+    utcnow,
+)
+
+BUDGET_EXHAUSTED = "privacy: rl_labels: privacy budget exhausted for this tenant"
+
+
+class IngestReport(BaseModel):
+    accepted: int = 0
+    duplicates: int = 0
+    quarantined: int = 0
+    reasons: dict[str, list[str]] = Field(
+        default_factory=dict, description="point id (or '#index' when it has none) → reasons"
+    )
 
 
 class AgentTaskSummary(BaseModel):
@@ -109,6 +134,50 @@ def _span_row(span: Span) -> dict[str, Any]:
     }
 
 
+def tier_for(timestamp: datetime, now: datetime, settings: PoolSettings) -> str:
+    age = now - to_utc(timestamp)
+    return "hot" if age <= timedelta(days=settings.hot_days) else "warm"
+
+
+def data_point_row(point: DataPoint, tier: str) -> dict[str, Any]:
+    return {
+        "id": point.id,
+        "timestamp": to_utc(point.timestamp),
+        "tier": tier,
+        "task_type": point.task.task_type,
+        "agent": point.routing.selected_agent,
+        "tenant": point.tenant_id,
+        "complexity": point.task.complexity.value,
+        "success": point.execution.success,
+        "quality": point.evaluation.quality_score,
+        "reward": point.rl_labels.reward,
+        "latency_ms": point.execution.latency_ms,
+        "tokens": point.execution.tokens_used,
+        "payload": RawJson(point.model_dump_json()),
+    }
+
+
+def _quarantine_row(point_id: str | None, payload: Any, reasons: list[str]) -> dict[str, Any]:
+    document = json.dumps(payload, sort_keys=True, default=str)
+    # The same rejected input quarantined twice is one row: the id is a digest of it.
+    digest = hashlib.sha256(f"{document}|{reasons}".encode()).hexdigest()[:32]
+    return {
+        "id": digest,
+        "point_id": point_id,
+        "received_at": utcnow(),
+        "payload": RawJson(document),
+        "reasons": reasons,
+    }
+
+
+def _raw_id(raw: DataPoint | Mapping[str, Any], index: int) -> str:
+    if isinstance(raw, DataPoint):
+        return raw.id
+    if isinstance(raw, Mapping) and isinstance(raw.get("id"), str) and raw["id"]:
+        return str(raw["id"])
+    return f"#{index}"
+
+
 def insert_new(connection: Connection, table: Table, rows: list[dict[str, Any]]) -> set[str]:
     """Insert rows whose id is not stored yet, in one executemany; the ids actually inserted."""
     if not rows:
@@ -198,15 +267,25 @@ def _add_to_aggregates(connection: Connection, increments: list[dict[str, Any]])
 class Store:
     """Storage for every stage: records, data points, quarantine and statistics."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, settings: PoolSettings | None = None) -> None:
         self._engine = engine
+        self.settings = settings or PoolSettings()
+        self._anonymizer: Anonymizer | None = None
+        self._noise: RewardNoise | None = None
 
     @classmethod
-    def open(cls, url: str) -> Store:
+    def open(cls, url: str, settings: PoolSettings | None = None) -> Store:
         """Connect to `url` and migrate its schema to the newest revision."""
         engine = make_engine(url)
         migrate(engine)
-        return cls(engine)
+        return cls(engine, settings)
+
+    @property
+    def anonymizer(self) -> Anonymizer:
+        if self._anonymizer is None:
+            policy = self.settings.anonymization
+            self._anonymizer = Anonymizer(policy, load_tenant_secret(self.settings))
+        return self._anonymizer
 
     @property
     def engine(self) -> Engine:
@@ -251,6 +330,113 @@ class Store:
                     "write each execution in the same batch as its evaluation or an earlier one"
                 )
             _add_to_aggregates(connection, _arm_increments(fresh.values(), facts))
+
+    def ingest(self, points: Sequence[DataPoint | Mapping[str, Any]]) -> IngestReport:
+        """Validate, anonymize and store points in one transaction, idempotent by id.
+
+        A point failing a gate goes to quarantine (scrubbed of PII) with every reason. The report
+        is returned only after the commit: what it counts as accepted is stored.
+        """
+        report = IngestReport()
+        clean: list[DataPoint] = []
+        rejected: list[dict[str, Any]] = []
+        anonymizer = self.anonymizer
+        for index, raw in enumerate(points):
+            point, reasons = parse_point(raw)
+            if point is not None:
+                reasons = structural_reasons(point)
+            if point is not None and not reasons:
+                if point.anonymization_policy is None:
+                    point = anonymizer.anonymize(point)
+                reasons = privacy_reasons(point)
+            if point is not None and not reasons:
+                clean.append(point)
+                continue
+            raw_payload = raw.model_dump(mode="json") if isinstance(raw, DataPoint) else raw
+            payload = anonymizer.scrub_payload(raw_payload)
+            rejected.append(_quarantine_row(_raw_id(raw, index), payload, reasons))
+            report.reasons[_raw_id(raw, index)] = reasons
+        with self._engine.begin() as connection:
+            fresh = self._drop_stored(connection, clean, report)
+            if self.settings.anonymization.reward_noise:
+                fresh = self._add_reward_noise(connection, fresh, rejected, report)
+            now = utcnow()
+            rows = [data_point_row(p, tier_for(p.timestamp, now, self.settings)) for p in fresh]
+            report.accepted = len(insert_new(connection, schema.data_points, rows))
+            report.duplicates += len(rows) - report.accepted
+            if rejected:
+                statement = dialect_insert(connection, schema.quarantine)
+                connection.execute(statement.on_conflict_do_nothing(), rejected)
+        report.quarantined = len(rejected)
+        return report
+
+    def _drop_stored(
+        self, connection: Connection, points: list[DataPoint], report: IngestReport
+    ) -> list[DataPoint]:
+        """Points whose id is neither stored nor repeated earlier in the batch."""
+        if not points:
+            return []
+        ids = [p.id for p in points]
+        table = schema.data_points
+        stored = set(connection.scalars(select(table.c.id).where(table.c.id.in_(ids))))
+        fresh = []
+        for point in points:
+            if point.id in stored:
+                report.duplicates += 1
+            else:
+                stored.add(point.id)
+                fresh.append(point)
+        return fresh
+
+    def _add_reward_noise(
+        self,
+        connection: Connection,
+        points: list[DataPoint],
+        rejected: list[dict[str, Any]],
+        report: IngestReport,
+    ) -> list[DataPoint]:
+        """Noisy rewards for points whose tenant can still afford the ε; the rest quarantined."""
+        if self._noise is None:
+            self._noise = RewardNoise(self.settings.anonymization)
+        budget = self.settings.epsilon_budget_per_tenant
+        ledger = schema.privacy_budget
+        tenants = {p.tenant_id for p in points}
+        spent: dict[str, float] = dict.fromkeys(tenants, 0.0)
+        query = select(ledger.c.tenant, ledger.c.epsilon_spent).where(ledger.c.tenant.in_(tenants))
+        spent.update({tenant: eps for tenant, eps in connection.execute(query)})
+        noisy = []
+        for point in points:
+            labels = point.rl_labels
+            cost = self._noise.epsilon_for(1 + len(labels.turn_rewards))
+            if spent[point.tenant_id] + cost > budget:
+                payload = point.model_dump(mode="json")
+                rejected.append(_quarantine_row(point.id, payload, [BUDGET_EXHAUSTED]))
+                report.reasons[point.id] = [BUDGET_EXHAUSTED]
+                continue
+            spent[point.tenant_id] += cost
+            noisy_labels = labels.model_copy(
+                update={
+                    "reward": self._noise.noisy(labels.reward),
+                    "turn_rewards": [self._noise.noisy(r) for r in labels.turn_rewards],
+                }
+            )
+            noisy.append(point.model_copy(update={"rl_labels": noisy_labels}))
+        if spent:
+            statement = dialect_insert(connection, ledger)
+            connection.execute(
+                statement.on_conflict_do_update(
+                    index_elements=["tenant"],
+                    set_={
+                        "epsilon_spent": statement.excluded.epsilon_spent,
+                        "updated_at": statement.excluded.updated_at,
+                    },
+                ),
+                [
+                    {"tenant": tenant, "epsilon_spent": eps, "updated_at": utcnow()}
+                    for tenant, eps in spent.items()
+                ],
+            )
+        return noisy
 
     def task_aggregates(self) -> list[ArmAggregate]:
         """Running totals per (agent, task type) for warm-starting the router."""

@@ -1,0 +1,402 @@
+"""PII in free text: Presidio (regex-only mode) plus our recognizers for what it misses.
+
+Presidio is thorough but costs milliseconds per text, so it only runs where a cheap pre-filter sees
+something it could match (an '@', a long digit run, an IBAN shape). Our recognizers (names, street
+addresses, file paths, URLs, user ids, and the structured types again) are plain regexes that
+always run. File paths are generalized (/a/b/user-file.ts → /[PATH]/[FILE].ts), the rest replaced
+by a typed placeholder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+# Each Presidio entity is only asked for when its cheap trigger matches somewhere in the text.
+PRESIDIO_TRIGGERS: dict[str, re.Pattern[str]] = {
+    "EMAIL_ADDRESS": re.compile(r"@"),
+    "PHONE_NUMBER": re.compile(r"\d[\d ().-]{6,}\d"),
+    "CREDIT_CARD": re.compile(r"\d[\d -]{11,}\d"),
+    "IP_ADDRESS": re.compile(r"\d\.\d+\.\d+\.\d|[0-9a-fA-F]{1,4}:[0-9a-fA-F]{1,4}:"),
+    "IBAN_CODE": re.compile(r"\b[A-Z]{2}\d{2}[A-Z0-9 ]{10,}"),
+    "US_SSN": re.compile(r"\b\d{3}[- ]?\d{2}[- ]?\d{4}\b"),
+    "CRYPTO": re.compile(r"\b(?:[13][a-km-zA-HJ-NP-Z1-9]{25,34}|bc1[a-z0-9]{25,})\b"),
+}
+PRESIDIO_MIN_SCORE = 0.4
+
+PLACEHOLDERS = {
+    "EMAIL_ADDRESS": "[EMAIL]",
+    "PHONE_NUMBER": "[PHONE]",
+    "CREDIT_CARD": "[CREDIT_CARD]",
+    "IP_ADDRESS": "[IP]",
+    "IBAN_CODE": "[IBAN]",
+    "US_SSN": "[SSN]",
+    "CRYPTO": "[CRYPTO]",
+    "URL": "[URL]",
+    "PERSON": "[PERSON]",
+    "STREET_ADDRESS": "[ADDRESS]",
+    "USER_ID": "user_id=[REMOVED]",
+}
+
+_FIRST_NAMES = [
+    "James",
+    "John",
+    "Robert",
+    "Michael",
+    "William",
+    "David",
+    "Richard",
+    "Joseph",
+    "Thomas",
+    "Charles",
+    "Christopher",
+    "Daniel",
+    "Matthew",
+    "Anthony",
+    "Mark",
+    "Donald",
+    "Steven",
+    "Paul",
+    "Andrew",
+    "Joshua",
+    "Kenneth",
+    "Kevin",
+    "Brian",
+    "George",
+    "Timothy",
+    "Ronald",
+    "Edward",
+    "Jason",
+    "Jeffrey",
+    "Ryan",
+    "Jacob",
+    "Gary",
+    "Nicholas",
+    "Eric",
+    "Jonathan",
+    "Stephen",
+    "Larry",
+    "Justin",
+    "Scott",
+    "Brandon",
+    "Benjamin",
+    "Samuel",
+    "Gregory",
+    "Alexander",
+    "Frank",
+    "Patrick",
+    "Raymond",
+    "Jack",
+    "Dennis",
+    "Jerry",
+    "Tyler",
+    "Aaron",
+    "Jose",
+    "Adam",
+    "Nathan",
+    "Henry",
+    "Peter",
+    "Zachary",
+    "Douglas",
+    "Harold",
+    "Kyle",
+    "Noah",
+    "Carl",
+    "Arthur",
+    "Mary",
+    "Patricia",
+    "Jennifer",
+    "Linda",
+    "Elizabeth",
+    "Barbara",
+    "Susan",
+    "Jessica",
+    "Sarah",
+    "Karen",
+    "Lisa",
+    "Nancy",
+    "Betty",
+    "Sandra",
+    "Margaret",
+    "Ashley",
+    "Kimberly",
+    "Emily",
+    "Donna",
+    "Michelle",
+    "Carol",
+    "Amanda",
+    "Melissa",
+    "Deborah",
+    "Stephanie",
+    "Dorothy",
+    "Rebecca",
+    "Sharon",
+    "Laura",
+    "Cynthia",
+    "Amy",
+    "Kathleen",
+    "Angela",
+    "Shirley",
+    "Brenda",
+    "Emma",
+    "Anna",
+    "Pamela",
+    "Nicole",
+    "Samantha",
+    "Katherine",
+    "Christine",
+    "Helen",
+    "Debra",
+    "Rachel",
+    "Carolyn",
+    "Janet",
+    "Maria",
+    "Catherine",
+    "Heather",
+    "Diane",
+    "Olivia",
+    "Julie",
+    "Joyce",
+    "Victoria",
+    "Ruth",
+    "Virginia",
+    "Lauren",
+    "Kelly",
+    "Christina",
+    "Joan",
+    "Evelyn",
+    "Judith",
+    "Andrea",
+    "Hannah",
+    "Megan",
+    "Cheryl",
+    "Jacqueline",
+    "Martha",
+    "Madison",
+    "Teresa",
+    "Gloria",
+    "Sara",
+    "Janice",
+    "Ann",
+    "Kathryn",
+    "Abigail",
+    "Sophia",
+    "Frances",
+    "Jean",
+    "Alice",
+    "Judy",
+    "Isabella",
+    "Julia",
+    "Grace",
+    "Amber",
+    "Denise",
+    "Danielle",
+    "Marilyn",
+    "Beverly",
+    "Charlotte",
+    "Natalie",
+    "Theresa",
+    "Diana",
+    "Brittany",
+    "Doris",
+    "Kayla",
+    "Alexis",
+    "Lori",
+    "Marie",
+    "Ahmed",
+    "Mohammed",
+    "Wei",
+    "Li",
+    "Priya",
+    "Raj",
+    "Carlos",
+    "Juan",
+    "Luis",
+    "Ana",
+    "Sofia",
+    "Lucas",
+    "Liam",
+    "Ethan",
+    "Mason",
+    "Logan",
+    "Elijah",
+    "Oliver",
+    "Aiden",
+    "Mia",
+    "Ava",
+    "Chloe",
+    "Zoe",
+    "Lily",
+    "Ella",
+    "Aria",
+    "Nora",
+    "Leah",
+]
+_CAPITALIZED = r"[A-Z][a-z]+(?:[-'][A-Z][a-z]+)?"
+_STREET_SUFFIX = (
+    r"(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|"
+    r"Terrace|Parkway|Pkwy|Square|Sq|Highway|Hwy|Circle|Cir)"
+)
+_CARD = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
+_OWN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("URL", re.compile(r"\b(?:https?://|www\.)[^\s<>\"'`)\]]+")),
+    ("EMAIL_ADDRESS", re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")),
+    ("CREDIT_CARD", _CARD),
+    (
+        "IP_ADDRESS",
+        re.compile(
+            r"(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\d.])"
+            r"|\b(?:[0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}\b"
+        ),
+    ),
+    (
+        "PHONE_NUMBER",
+        re.compile(
+            r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{2,4}\)[ .-]?|\d{2,4}[ .-])\d{3,4}[ .-]?\d{3,4}"
+            r"(?![\w])"
+        ),
+    ),
+    (
+        "STREET_ADDRESS",
+        re.compile(rf"\b\d{{1,5}}\s+(?:{_CAPITALIZED}\s+){{1,3}}{_STREET_SUFFIX}\b"),
+    ),
+    (
+        "PERSON",
+        re.compile(
+            rf"\b(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?\s+{_CAPITALIZED}(?:\s+{_CAPITALIZED})?"
+            rf"|\b(?:{'|'.join(_FIRST_NAMES)})\s+{_CAPITALIZED}\b"
+            rf"|(?<=\b[Mm]y name is )(?:{_CAPITALIZED})(?:\s+{_CAPITALIZED})?"
+        ),
+    ),
+    (
+        "USER_ID",
+        re.compile(r"\b(?:user[_ -]?id|userid|uid)\b\s*[:=]\s*[\"']?[\w.-]+[\"']?", re.I),
+    ),
+    (
+        "FILE_PATH",
+        re.compile(
+            r"(?<![\w:/.\[])(?:~|\.{1,2})?(?:/[\w.@-]+){2,}/?"
+            r"|\b[A-Za-z]:\\(?:[\w .-]+\\)*[\w.-]+"
+        ),
+    ),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    entity: str
+    start: int
+    end: int
+
+
+def _luhn_valid(digits: str) -> bool:
+    total = 0
+    for index, char in enumerate(reversed(digits)):
+        value = int(char)
+        if index % 2 == 1:
+            value = value * 2 - 9 if value > 4 else value * 2
+        total += value
+    return total % 10 == 0
+
+
+def _own_findings(text: str) -> list[Finding]:
+    findings = []
+    for entity, pattern in _OWN_PATTERNS:
+        for match in pattern.finditer(text):
+            if entity == "CREDIT_CARD" and not _luhn_valid(re.sub(r"\D", "", match.group())):
+                continue
+            findings.append(Finding(entity, match.start(), match.end()))
+    return findings
+
+
+_analyzer: Any = None
+_analyzer_lock = threading.Lock()
+
+
+def presidio_analyzer() -> Any:
+    """The process-wide Presidio analyzer in regex-only mode, built once on first use."""
+    global _analyzer
+    if _analyzer is None:
+        with _analyzer_lock:
+            if _analyzer is None:
+                _analyzer = _build_analyzer()
+    return _analyzer
+
+
+def _build_analyzer() -> Any:
+    # The e-mail recognizer calls tldextract, which would fetch the public suffix list over the
+    # network; an empty URL list makes it use the snapshot bundled in the package.
+    os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
+    import tldextract.tldextract
+    from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
+    from presidio_analyzer.nlp_engine import NoOpNlpEngine
+
+    tldextract.tldextract.TLD_EXTRACTOR.suffix_list_urls = ()
+    registry = RecognizerRegistry(supported_languages=["en"])
+    registry.load_predefined_recognizers(languages=["en"])
+    registry.remove_recognizer("SpacyRecognizer")
+    engine = NoOpNlpEngine(models=[{"lang_code": "en", "model_name": "noop"}])
+    return AnalyzerEngine(nlp_engine=engine, registry=registry, supported_languages=["en"])
+
+
+def _presidio_findings(text: str) -> list[Finding]:
+    entities = [name for name, trigger in PRESIDIO_TRIGGERS.items() if trigger.search(text)]
+    if not entities:
+        return []
+    results = presidio_analyzer().analyze(
+        text, language="en", entities=entities, score_threshold=PRESIDIO_MIN_SCORE
+    )
+    return [Finding(r.entity_type, r.start, r.end) for r in results]
+
+
+def find_pii(text: str, *, use_presidio: bool = True) -> list[Finding]:
+    """Non-overlapping PII findings in `text`, earliest first, the longer one winning overlaps."""
+    if not text:
+        return []
+    candidates = _own_findings(text)
+    if use_presidio:
+        candidates += _presidio_findings(text)
+    candidates.sort(key=lambda f: (f.start, -(f.end - f.start)))
+    kept: list[Finding] = []
+    for finding in candidates:
+        if kept and finding.start < kept[-1].end:
+            continue
+        kept.append(finding)
+    return kept
+
+
+def generalize_path(path: str) -> str:
+    """/path/to/user-file.ts → /[PATH]/[FILE].ts; C:\\x\\y.txt → /[PATH]/[FILE].txt."""
+    name = re.split(r"[/\\]", path.rstrip("/\\"))[-1]
+    stem, dot, extension = name.rpartition(".")
+    if dot and stem and extension.isalnum():
+        return f"/[PATH]/[FILE].{extension}"
+    return "/[PATH]"
+
+
+def redact(
+    text: str,
+    *,
+    include: Callable[[str], bool] = lambda _entity: True,
+    use_presidio: bool = True,
+) -> tuple[str, list[str]]:
+    """`text` with each included finding replaced, and the entity types replaced, in order."""
+    findings = [f for f in find_pii(text, use_presidio=use_presidio) if include(f.entity)]
+    if not findings:
+        return text, []
+    parts = []
+    cursor = 0
+    for finding in findings:
+        original = text[finding.start : finding.end]
+        parts.append(text[cursor : finding.start])
+        if finding.entity == "FILE_PATH":
+            parts.append(generalize_path(original))
+        else:
+            parts.append(PLACEHOLDERS[finding.entity])
+        cursor = finding.end
+    parts.append(text[cursor:])
+    return "".join(parts), [f.entity for f in findings]

@@ -1,0 +1,170 @@
+from __future__ import annotations
+
+import hashlib
+import hmac
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from pool_records import T0, make_point
+from sqlalchemy import func, select
+
+from agent_agency.config import AnonymizationPolicy, PoolSettings
+from agent_agency.pool import schema
+from agent_agency.pool import store as store_module
+from agent_agency.pool.store import BUDGET_EXHAUSTED, Store
+from agent_agency.records import DataPoint, utcnow
+
+EMAIL = "jane.doe@example.com"
+
+
+def count(store: Store, table: Any) -> int:
+    with store.engine.connect() as connection:
+        return int(connection.execute(select(func.count()).select_from(table)).scalar_one())
+
+
+def all_payload_text(store: Store) -> str:
+    with store.engine.connect() as connection:
+        rows = [
+            *connection.execute(select(schema.data_points.c.payload)),
+            *connection.execute(select(schema.quarantine.c.payload)),
+        ]
+    return " ".join(str(row[0]) for row in rows)
+
+
+def stored_points(store: Store) -> list[DataPoint]:
+    with store.engine.connect() as connection:
+        rows = connection.execute(select(schema.data_points.c.payload))
+        return [DataPoint.model_validate(row[0]) for row in rows]
+
+
+def test_ingest_is_idempotent_by_id(store: Store) -> None:
+    points = [make_point(f"t{i}") for i in range(5)]
+    first = store.ingest(points)
+    assert (first.accepted, first.duplicates, first.quarantined) == (5, 0, 0)
+    again = store.ingest([*points, points[0]])
+    assert (again.accepted, again.duplicates, again.quarantined) == (0, 6, 0)
+    assert count(store, schema.data_points) == 5
+
+
+def test_duplicate_inside_one_batch_is_stored_once(store: Store) -> None:
+    point = make_point("t1")
+    report = store.ingest([point, point])
+    assert (report.accepted, report.duplicates) == (1, 1)
+
+
+def test_pii_is_anonymized_before_storage(store: Store, tenant_secret: str) -> None:
+    point = make_point(
+        prompt=f"Mail {EMAIL} about /home/jane/project/user-file.ts, user_id=u-991",
+        output="Call +1 (415) 555-2671",
+    )
+    assert store.ingest([point]).accepted == 1
+    [stored] = stored_points(store)
+    assert stored.task.prompt == "Mail [EMAIL] about /[PATH]/[FILE].ts, user_id=[REMOVED]"
+    assert stored.execution.final_output == "Call [PHONE]"
+    expected = hmac.new(tenant_secret.encode(), b"acme", hashlib.sha256).hexdigest()[:62]
+    assert stored.tenant_id == "t_" + expected
+    assert stored.anonymization_policy == AnonymizationPolicy().model_dump()
+    text = all_payload_text(store)
+    for secret_value in (EMAIL, "555-2671", "/home/jane", "u-991", tenant_secret, '"acme"'):
+        assert secret_value not in text
+
+
+def test_malformed_points_are_quarantined_with_every_reason(store: Store) -> None:
+    good = make_point("good").model_dump(mode="json")
+    missing = {k: v for k, v in make_point("missing").model_dump(mode="json").items()}
+    del missing["task"]["prompt"]
+    negative = make_point("negative").model_dump(mode="json")
+    negative["execution"]["latency_ms"] = -5
+    negative["evaluation"]["quality_score"] = 1.5
+    negative["task"]["prompt"] = f"contact {EMAIL}"
+    report = store.ingest([good, missing, negative, "not a point"])  # type: ignore[list-item]
+    assert (report.accepted, report.quarantined) == (1, 3)
+    assert report.reasons["missing"] == ["completeness: task.prompt: Field required"]
+    assert any(r.startswith("bounds: execution.latency_ms") for r in report.reasons["negative"])
+    assert any(r.startswith("bounds: evaluation.quality_score") for r in report.reasons["negative"])
+    assert report.reasons["#3"] == ["type: (point): expected a JSON object, got str"]
+    assert count(store, schema.quarantine) == 3
+    assert EMAIL not in all_payload_text(store)
+    # quarantining the same input again adds no row
+    store.ingest([missing])
+    assert count(store, schema.quarantine) == 3
+
+
+def test_consistency_and_mutated_bounds_are_gated(store: Store) -> None:
+    inconsistent = make_point("c", success=True, quality=0.0)
+    mutated = make_point("m")
+    mutated.rl_labels.reward = 3.0  # records do not re-validate on assignment
+    mutated.execution.tokens_used = 1
+    report = store.ingest([inconsistent, mutated])
+    assert report.quarantined == 2
+    assert report.reasons["c"] == [
+        "consistency: evaluation.quality_score: success is true but quality score is 0"
+    ]
+    reasons = report.reasons["m"]
+    assert "bounds: rl_labels.reward: 3.0 is outside [0, 1]" in reasons
+    assert any(r.startswith("consistency: execution.tokens_used") for r in reasons)
+
+
+def test_privacy_gate_catches_pii_when_redaction_is_switched_off(db_url: str) -> None:
+    settings = PoolSettings(anonymization=AnonymizationPolicy(redact_text_pii=False))
+    with Store.open(db_url, settings) as store:
+        report = store.ingest([make_point(prompt=f"write to {EMAIL}")])
+        assert report.quarantined == 1
+        assert report.reasons["t1"] == ["privacy: task.prompt: contains EMAIL_ADDRESS"]
+        assert EMAIL not in all_payload_text(store)
+
+
+def test_crash_inside_the_transaction_loses_nothing_acknowledged(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    acknowledged = store.ingest([make_point(f"a{i}") for i in range(3)])
+    assert acknowledged.accepted == 3
+    real_insert = store_module.dialect_insert
+
+    def failing_insert(connection: Any, table: Any) -> Any:
+        if table is schema.quarantine:
+            raise RuntimeError("simulated crash after the data points were written")
+        return real_insert(connection, table)
+
+    monkeypatch.setattr(store_module, "dialect_insert", failing_insert)
+    batch = [make_point(f"b{i}") for i in range(4)] + [make_point("bad", quality=0.0)]
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        store.ingest(batch)
+    assert {p.id for p in stored_points(store)} == {"a0", "a1", "a2"}
+    assert count(store, schema.quarantine) == 0
+    monkeypatch.setattr(store_module, "dialect_insert", real_insert)
+    retried = store.ingest(batch)
+    assert (retried.accepted, retried.quarantined) == (4, 1)
+
+
+def test_reward_noise_spends_and_enforces_the_tenant_budget(db_url: str) -> None:
+    policy = AnonymizationPolicy(reward_noise=True, noise_scale=0.1, reward_sensitivity=0.1)
+    # each point releases reward + 1 turn reward at ε = 0.1 / 0.1 = 1 each → 2 per point
+    settings = PoolSettings(anonymization=policy, epsilon_budget_per_tenant=7.0)
+    with Store.open(db_url, settings) as store:
+        first = store.ingest([make_point(f"p{i}") for i in range(2)])
+        assert first.accepted == 2
+        second = store.ingest(
+            [make_point(f"q{i}") for i in range(2)] + [make_point("other", tenant="globex")]
+        )
+        assert second.accepted == 2
+        assert second.reasons == {"q1": [BUDGET_EXHAUSTED]}
+        points = stored_points(store)
+        assert all(0.0 <= p.rl_labels.reward <= 1.0 for p in points)
+        assert any(p.rl_labels.reward != 0.9 for p in points)
+        with store.engine.connect() as connection:
+            spent = sorted(
+                eps for eps in connection.scalars(select(schema.privacy_budget.c.epsilon_spent))
+            )
+        assert spent == pytest.approx([2.0, 6.0])
+
+
+def test_points_older_than_the_hot_window_enter_warm(store: Store) -> None:
+    store.ingest(
+        [make_point("new", when=utcnow()), make_point("old", when=T0 - timedelta(days=30))]
+    )
+    with store.engine.connect() as connection:
+        query = select(schema.data_points.c.id, schema.data_points.c.tier)
+        tiers = dict(connection.execute(query).tuples().all())
+    assert tiers == {"new": "hot", "old": "warm"}
