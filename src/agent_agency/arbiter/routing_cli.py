@@ -1,0 +1,115 @@
+"""`agency routing …`: off-policy evaluation of routing strategies on logged decisions."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+
+from agent_agency.arbiter.ope import Estimate, LoggedOutcome, evaluate_policy, replay_policy
+from agent_agency.config import load_config
+from agent_agency.pool.engine import make_engine
+from agent_agency.pool.schema import evaluations, executions, routing_decisions
+from agent_agency.records import RoutingDecision, RoutingStrategy
+
+routing_app = typer.Typer(help="Routing: evaluate strategies off-policy on logged decisions.")
+
+
+def read_logged_outcomes(engine: Engine) -> tuple[list[LoggedOutcome], int]:
+    """Logged decisions with their graded outcome, in time order; plus how many had none.
+
+    A decision's outcome is the last evaluation (highest iteration) of the execution it started.
+    A decision without an evaluation counts as a failure (success False, quality 0) when a later
+    fallback decision for the same task names its agent as failed; otherwise it is unfinished and
+    left out (and counted).
+    """
+    with engine.connect() as connection:
+        decisions = [
+            RoutingDecision.model_validate(row.payload)
+            for row in connection.execute(
+                select(routing_decisions.c.payload).order_by(routing_decisions.c.timestamp)
+            )
+        ]
+        outcome_rows = connection.execute(
+            select(
+                executions.c.decision_id,
+                evaluations.c.iteration,
+                evaluations.c.success,
+                evaluations.c.quality,
+            )
+            .join(evaluations, evaluations.c.execution_id == executions.c.id)
+            .where(executions.c.decision_id.is_not(None))
+        )
+        last: dict[str, tuple[int, bool, float]] = {}
+        for decision_id, iteration, success, quality in outcome_rows:
+            if decision_id not in last or iteration > last[decision_id][0]:
+                last[decision_id] = (iteration, bool(success), float(quality))
+    failed_agents: dict[str, set[str]] = defaultdict(set)
+    for decision in decisions:
+        if decision.fallback_of is not None:
+            failed_agents[decision.task_id].add(decision.fallback_of)
+    logs: list[LoggedOutcome] = []
+    unfinished = 0
+    for decision in decisions:
+        outcome = last.get(decision.id)
+        if outcome is not None:
+            logs.append(LoggedOutcome(decision=decision, success=outcome[1], quality=outcome[2]))
+        elif decision.selected_agent in failed_agents[decision.task_id]:
+            logs.append(LoggedOutcome(decision=decision, success=False, quality=0.0))
+        else:
+            unfinished += 1
+    return logs, unfinished
+
+
+def _interval(estimate: Estimate) -> str:
+    if math.isnan(estimate.value):
+        return "no overlap with the logged actions"
+    return f"[{estimate.ci_low:.3f}, {estimate.ci_high:.3f}]"
+
+
+@routing_app.command()
+def evaluate(
+    policy: Annotated[
+        RoutingStrategy, typer.Option("--policy", help="routing strategy to evaluate")
+    ],
+    db: Annotated[
+        str | None, typer.Option("--db", help="pool database URL (default: storage.url)")
+    ] = None,
+    config: Annotated[str | None, typer.Option("--config", help="agency.yaml to use")] = None,
+) -> None:
+    """Estimate how POLICY would have done on the logged decisions (IPS, SNIPS, DR, 95% CI)."""
+    settings = load_config(config)
+    url = db or settings.storage.url
+    logs, unfinished = read_logged_outcomes(make_engine(url))
+    console = Console()
+    if not logs:
+        console.print(f"[red]No logged decisions with outcomes in {url}[/red]")
+        raise typer.Exit(code=1)
+    target = replay_policy(policy, settings.routing, settings.agents)
+    result = evaluate_policy(
+        logs, target, quality_weight=settings.routing.quality_weight, name=policy.value
+    )
+    strategies = sorted({log.decision.strategy for log in logs})
+    table = Table(title=f"Off-policy value of '{policy.value}' on {len(logs)} logged decisions")
+    table.add_column("estimator")
+    table.add_column("mean reward", justify="right")
+    table.add_column("95% CI")
+    rows: list[tuple[str, Estimate]] = [
+        (f"logged policy ({', '.join(strategies)})", result.logged),
+        ("IPS", result.ips),
+        ("SNIPS", result.snips),
+        ("doubly robust", result.doubly_robust),
+    ]
+    for label, estimate in rows:
+        table.add_row(label, f"{estimate.value:.3f}", _interval(estimate))
+    console.print(table)
+    notes = [f"effective sample size {result.effective_sample_size:.1f}"]
+    if unfinished:
+        notes.append(f"{unfinished} decisions without an outcome left out")
+    console.print("; ".join(notes))

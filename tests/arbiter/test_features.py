@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from agent_agency.arbiter.features import (
+    FeatureLayout,
+    decision_context,
+    logged_features,
+    task_features,
+)
+from agent_agency.records import Complexity, GraderSpec, Task
+
+
+def _task(task_type: str, features: dict[str, float]) -> Task:
+    return Task(
+        id="t",
+        type=task_type,
+        prompt="x" * 99,
+        complexity=Complexity.COMPLEX,
+        requirements=["code", "tools"],
+        features=features,
+        grader=GraderSpec(kind="exact"),
+    )
+
+
+def test_layout_places_every_attribute() -> None:
+    layout = FeatureLayout(["math", "code"], ["tokens"], hash_buckets=2)
+    assert layout.dim == 1 + 2 + 2 + 3 + 1 + 2
+    x = task_features(_task("code", {"tokens": 3.0}), layout)
+    # bias, code (sorted: code, math), then hashed types, complexity, requirements, prompt length
+    assert x[:3].tolist() == [1.0, 1.0, 0.0]
+    assert x[3:5].tolist() == [0.0, 0.0]
+    assert x[5:8].tolist() == pytest.approx([1.0, 2.0, math.log1p(99) / 10])
+    assert x[8] == 3.0
+    assert x[9:].tolist() == [0.0, 0.0]
+
+
+def test_unseen_types_and_features_hash_into_buckets() -> None:
+    layout = FeatureLayout([], [], hash_buckets=4)
+    x = task_features(_task("poetry", {"a": 1.0, "b": 2.0}), layout)
+    assert x[1:5].sum() == 1.0
+    assert x[8:].sum() == 3.0
+    again = task_features(_task("poetry", {"a": 1.0, "b": 2.0}), layout)
+    assert (x == again).all(), "the hash is stable"
+
+
+def test_logged_context_rebuilds_the_same_vector() -> None:
+    layout = FeatureLayout(["code"], ["tokens"], hash_buckets=3)
+    task = _task("code", {"tokens": 5.0, "extra": 1.5})
+    rebuilt = logged_features(layout, "code", Complexity.COMPLEX, 2, decision_context(task))
+    assert (rebuilt == task_features(task, layout)).all()
+
+
+def test_bucket_count_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="context_hash_buckets must be > 0"):
+        FeatureLayout([], [], hash_buckets=0)

@@ -1,0 +1,239 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+from routing_helpers import agents, settings, task
+
+from agent_agency.arbiter.breaker import BreakerState
+from agent_agency.arbiter.router import NoAgentAvailable, Router
+from agent_agency.config import ConfigError, RoutingSettings, parse_config
+from agent_agency.records import AgentSpec, RoutingDecision, RoutingStrategy
+
+ALL = list(RoutingStrategy)
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    agent: str
+    task_type: str
+    n: int
+    successes: int
+    quality_sum: float
+    quality_sq_sum: float
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _learn(strategy: RoutingStrategy, rounds: int = 1500) -> float:
+    """Share of the last 300 rounds routed to the best of three simulated agents."""
+    rates = {"a@1": 0.3, "b@1": 0.8, "c@1": 0.5}
+    router = Router(settings(strategy, quality_weight=0.0), agents("a", "b", "c"))
+    rng = np.random.default_rng(3)
+    best = 0
+    for i in range(rounds):
+        decision = router.decide(task(task_id=str(i)))
+        success = bool(rng.random() < rates[decision.selected_agent])
+        router.update(decision.selected_agent, task(), success=success, quality=float(success))
+        best += i >= rounds - 300 and decision.selected_agent == "b@1"
+    return best / 300
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    [
+        RoutingStrategy.THOMPSON,
+        RoutingStrategy.UCB1,
+        RoutingStrategy.EPSILON_GREEDY,
+        RoutingStrategy.LINUCB,
+        RoutingStrategy.LINTS,
+    ],
+)
+def test_learning_strategies_find_the_best_agent(strategy: RoutingStrategy) -> None:
+    assert _learn(strategy) >= 0.8
+
+
+@pytest.mark.parametrize("strategy", ALL)
+def test_every_candidate_is_scored_and_propensities_sum_to_one(strategy: RoutingStrategy) -> None:
+    router = Router(settings(strategy), agents("a", "b", "c"))
+    decision = router.decide(task(), in_flight={"a@1": 1})
+    assert [c.agent for c in decision.candidates] == ["a@1", "b@1", "c@1"]
+    assert sum(c.propensity for c in decision.candidates) == pytest.approx(1.0)
+    chosen = next(c for c in decision.candidates if c.agent == decision.selected_agent)
+    assert decision.propensity == chosen.propensity > 0
+    assert chosen.selection_reason.startswith("selected")
+    assert decision.candidates[0].load_score == pytest.approx(0.75)
+    assert decision.strategy == strategy.value
+    assert decision.primary_reason
+    # The logged decision survives a JSON round trip (untried UCB arms score a finite number).
+    assert RoutingDecision.model_validate_json(decision.model_dump_json()) == decision
+
+
+def test_thompson_propensity_is_the_real_selection_frequency() -> None:
+    router = Router(settings(quality_weight=0.0), agents("a", "b", "c"))
+    router.warm_start(
+        [Aggregate("a@1", "code", 10, 5, 5, 5), Aggregate("b@1", "code", 10, 7, 7, 7)]
+    )
+    first = router.decide(task())
+    counts = {key: 0 for key in router.agents}
+    for _ in range(4000):
+        counts[router.decide(task()).selected_agent] += 1
+    for candidate in first.candidates:
+        assert counts[candidate.agent] / 4000 == pytest.approx(candidate.propensity, abs=0.03)
+
+
+def test_epsilon_greedy_propensity_is_exact() -> None:
+    router = Router(
+        settings(RoutingStrategy.EPSILON_GREEDY, epsilon=0.3, epsilon_decay=1.0),
+        agents("a", "b", "c"),
+    )
+    router.warm_start([Aggregate("b@1", "code", 20, 18, 18, 18)])
+    decision = router.decide(task())
+    probabilities = {c.agent: c.propensity for c in decision.candidates}
+    assert probabilities == pytest.approx({"a@1": 0.1, "b@1": 0.8, "c@1": 0.1})
+
+
+def test_ucb_tries_untried_agents_first_with_uniform_ties() -> None:
+    router = Router(settings(RoutingStrategy.UCB1), agents("a", "b", "c"))
+    router.update("a@1", task(), success=True, quality=1.0)
+    decision = router.decide(task())
+    probabilities = {c.agent: c.propensity for c in decision.candidates}
+    assert probabilities == pytest.approx({"a@1": 0.0, "b@1": 0.5, "c@1": 0.5})
+
+
+def test_capability_filter_and_fallback_to_all_agents() -> None:
+    team = [
+        AgentSpec(name="coder", capabilities=["code", "tools"]),
+        AgentSpec(name="mathy", capabilities=["math"]),
+        AgentSpec(name="generalist", capabilities=["code", "math", "tools", "text"]),
+    ]
+    router = Router(settings(RoutingStrategy.CAPABILITY), team)
+    decision = router.decide(task(requirements=("code", "tools")))
+    assert {c.agent for c in decision.candidates} == {"coder@1", "generalist@1"}
+    assert decision.selected_agent == "coder@1", "the closest match has the fewest extras"
+    assert decision.propensity == 1.0
+    nobody = router.decide(task(requirements=("vision",)))
+    assert len(nobody.candidates) == 3
+    assert any("No agent declares every requirement" in f for f in nobody.secondary_factors)
+    assert {c.capability_score for c in nobody.candidates} == {0.0}
+
+
+def test_load_limits_and_backpressure() -> None:
+    router = Router(settings(RoutingStrategy.THOMPSON), agents("a", "b", "c", limit=2))
+    decision = router.decide(task(), in_flight={"a@1": 2, "b@1": 2})
+    assert decision.selected_agent == "c@1"
+    assert [c.agent for c in decision.candidates] == ["c@1"]
+    assert any("At max concurrency: a@1, b@1" in f for f in decision.secondary_factors)
+    everyone_full = router.decide(task(), in_flight={"a@1": 2, "b@1": 3, "c@1": 2})
+    assert {c.agent for c in everyone_full.candidates} == {"a@1", "c@1"}
+    assert any("least loaded" in f for f in everyone_full.secondary_factors)
+    balanced = Router(settings(RoutingStrategy.LOAD_BALANCE), agents("a", "b", "c", limit=4))
+    assert balanced.decide(task(), in_flight={"a@1": 3, "b@1": 1, "c@1": 2}).selected_agent == "b@1"
+
+
+def test_fallback_strategy_follows_configured_order_and_exclusions() -> None:
+    router = Router(settings(RoutingStrategy.FALLBACK), agents("first", "second", "third"))
+    assert router.decide(task()).selected_agent == "first@1"
+    retry = router.decide(task(), exclude={"first@1"}, fallback_of="first@1")
+    assert retry.selected_agent == "second@1"
+    assert retry.fallback_of == "first@1"
+    assert retry.secondary_factors[0].startswith("Fallback: first@1 failed")
+    with pytest.raises(NoAgentAvailable, match="excluded: first@1, second@1, third@1"):
+        router.decide(task(), exclude=["first@1", "second@1", "third@1"])
+
+
+def test_open_breaker_excludes_agent_and_half_open_lets_one_probe() -> None:
+    clock = FakeClock()
+    routing = settings(RoutingStrategy.FALLBACK, breaker={"failure_threshold": 2, "cooldown_s": 30})
+    router = Router(routing, agents("a", "b"), clock=clock)
+    router.report_call("a@1", ok=False)
+    assert router.decide(task()).selected_agent == "a@1"
+    router.report_call("a@1", ok=False)
+    assert router.breaker_state("a@1") is BreakerState.OPEN
+    shunned = router.decide(task())
+    assert shunned.selected_agent == "b@1"
+    assert any("Circuit breaker open: a@1" in f for f in shunned.secondary_factors)
+    clock.now = 30.0
+    probe = router.decide(task())
+    assert probe.selected_agent == "a@1"
+    assert any("Probe call" in f for f in probe.secondary_factors)
+    assert router.decide(task()).selected_agent == "b@1", "one probe at a time"
+    router.report_call("a@1", ok=True)
+    assert router.breaker_state("a@1") is BreakerState.CLOSED
+    assert router.decide(task()).selected_agent == "a@1"
+
+
+def test_warm_start_restores_evidence_and_explains_it() -> None:
+    router = Router(settings(RoutingStrategy.UCB1, quality_weight=0.0), agents("a", "b"))
+    restored = router.warm_start(
+        [
+            Aggregate("a@1", "code", 40, 34, 30.0, 25.0),
+            Aggregate("b@1", "code", 40, 12, 10.0, 5.0),
+            Aggregate("gone@1", "code", 5, 5, 5.0, 5.0),
+        ]
+    )
+    assert restored == 2
+    decision = router.decide(task())
+    assert decision.selected_agent == "a@1"
+    assert decision.primary_reason == "Best success rate for code: 85% over 40 tasks"
+    by_agent = {c.agent: c.performance_score for c in decision.candidates}
+    assert by_agent["a@1"] == pytest.approx(35 / 42)
+
+
+def test_warm_start_rejects_impossible_aggregates() -> None:
+    router = Router(settings(), agents("a"))
+    with pytest.raises(ValueError, match="aggregate a@1/code: successes must be in"):
+        router.warm_start([Aggregate("a@1", "code", 3, 5, 1.0, 1.0)])
+
+
+def test_new_version_inherits_a_scaled_prior_from_its_parent() -> None:
+    router = Router(settings(inherit_prior_weight=0.5, quality_weight=0.0), agents("a"))
+    router.warm_start([Aggregate("a@1", "code", 40, 36, 36.0, 36.0)])
+    router.add_agent(AgentSpec(name="a", version="2"), inherit_from="a@1")
+    router.add_agent(AgentSpec(name="fresh"))
+    decision = router.decide(task(), exclude={"a@1"})
+    scores = {c.agent: c.performance_score for c in decision.candidates}
+    assert scores["a@2"] == pytest.approx((18 + 1) / (20 + 2))
+    assert scores["fresh@1"] == pytest.approx(0.5)
+    with pytest.raises(KeyError, match="inherit_from: unknown agent 'nope@1'"):
+        router.add_agent(AgentSpec(name="x"), inherit_from="nope@1")
+    with pytest.raises(ValueError, match="'a@2' is already routed to"):
+        router.add_agent(AgentSpec(name="a", version="2"))
+
+
+def test_per_task_type_strategy() -> None:
+    routing = settings(RoutingStrategy.THOMPSON, per_task_type={"math": "fallback"})
+    router = Router(routing, agents("a", "b"))
+    assert router.decide(task("math")).strategy == "fallback"
+    assert router.decide(task("code")).strategy == "thompson"
+
+
+def test_bad_input_is_named() -> None:
+    router = Router(settings(), agents("a"))
+    with pytest.raises(ValueError, match=r"in_flight\['a@1'\]: must be >= 0"):
+        router.decide(task(), in_flight={"a@1": -1})
+    with pytest.raises(KeyError, match="in_flight: unknown agent 'zz@1'"):
+        router.decide(task(), in_flight={"zz@1": 0})
+    with pytest.raises(ValueError, match=r"quality: must be in \[0, 1\]"):
+        router.update("a@1", task(), success=True, quality=1.5)
+    with pytest.raises(ValueError, match="agents: the router needs at least one agent"):
+        Router(settings(), [])
+
+
+def test_bad_routing_config_gives_clear_errors() -> None:
+    with pytest.raises(ValidationError, match="strategy"):
+        RoutingSettings.model_validate({"strategy": "psychic"})
+    with pytest.raises(ConfigError, match=r"routing.breaker.failure_threshold"):
+        parse_config({"routing": {"breaker": {"failure_threshold": -1}}})
+    with pytest.raises(ConfigError, match=r"agents.0.max_concurrency"):
+        parse_config({"agents": [{"name": "a", "max_concurrency": -2}]})
+    with pytest.raises(ConfigError, match=r"routing.per_task_type.math"):
+        parse_config({"routing": {"per_task_type": {"math": "magic"}}})
