@@ -21,6 +21,11 @@ from agent_agency.records import RoutingDecision, RoutingStrategy
 routing_app = typer.Typer(help="Routing: evaluate strategies off-policy on logged decisions.")
 
 
+@routing_app.callback()
+def routing() -> None:
+    """Routing: evaluate strategies off-policy on logged decisions."""
+
+
 def read_logged_outcomes(engine: Engine) -> tuple[list[LoggedOutcome], int]:
     """Logged decisions with their graded outcome, in time order; plus how many had none.
 

@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from routing_helpers import agents, settings, task
+from typer.testing import CliRunner
+
+from agent_agency.arbiter.router import Router
+from agent_agency.arbiter.routing_cli import read_logged_outcomes, routing_app
+from agent_agency.pool.store import Store
+from agent_agency.records import Evaluation, Execution, RoutingStrategy
+
+
+def _graded(
+    decision_id: str, agent: str, task_id: str, success: bool
+) -> tuple[Execution, Evaluation]:
+    execution = Execution(
+        task_id=task_id, task_type="code", agent=agent, decision_id=decision_id, success=success
+    )
+    evaluation = Evaluation(
+        task_id=task_id,
+        task_type="code",
+        execution_id=execution.id,
+        agent=agent,
+        overall_score=1.0 if success else 0.0,
+        passed_all_mandatory=success,
+        caws_compliant=True,
+    )
+    return execution, evaluation
+
+
+def _fill_pool(url: str) -> None:
+    rates = {"a@1": 0.2, "b@1": 0.8}
+    router = Router(settings(quality_weight=0.0), agents("a", "b"))
+    rng = np.random.default_rng(5)
+    decisions, executions, evaluations = [], [], []
+    for i in range(60):
+        decision = router.decide(task(task_id=f"t{i}"))
+        success = bool(rng.random() < rates[decision.selected_agent])
+        router.update(decision.selected_agent, task(), success=success, quality=float(success))
+        execution, evaluation = _graded(decision.id, decision.selected_agent, f"t{i}", success)
+        decisions.append(decision)
+        executions.append(execution)
+        evaluations.append(evaluation)
+    # t-fail: a@1 raised (no evaluation), then the fallback to b@1 was graded.
+    failed = router.decide(task(task_id="t-fail"), exclude={"b@1"})
+    fallback = router.decide(task(task_id="t-fail"), exclude={"a@1"}, fallback_of="a@1")
+    execution, evaluation = _graded(fallback.id, "b@1", "t-fail", True)
+    # t-open: routed, never finished.
+    unfinished = router.decide(task(task_id="t-open"))
+    with Store.open(url) as store:
+        store.write_records(
+            decisions=[*decisions, failed, fallback, unfinished],
+            executions=[*executions, execution],
+            evaluations=[*evaluations, evaluation],
+        )
+
+
+def test_reads_outcomes_counting_failed_calls_and_skipping_unfinished(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'pool.db'}"
+    _fill_pool(url)
+    with Store.open(url) as store:
+        logs, unfinished = read_logged_outcomes(store.engine)
+    assert unfinished == 1
+    assert len(logs) == 62
+    failed = [log for log in logs if log.decision.task_id == "t-fail"]
+    assert [(log.decision.selected_agent, log.success) for log in failed] == [
+        ("a@1", False),
+        ("b@1", True),
+    ]
+
+
+def test_evaluate_prints_estimates_with_intervals(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'pool.db'}"
+    _fill_pool(url)
+    config = tmp_path / "agency.yaml"
+    config.write_text(
+        "agents:\n  - {name: a, capabilities: [code]}\n  - {name: b, capabilities: [code]}\n"
+        "routing: {quality_weight: 0.0, seed: 1}\n"
+    )
+    result = CliRunner().invoke(
+        routing_app,
+        ["evaluate", "--policy", RoutingStrategy.UCB1.value, "--db", url, "--config", str(config)],
+    )
+    assert result.exit_code == 0, result.output
+    for label in ("logged policy (thompson)", "IPS", "SNIPS", "doubly robust", "62 logged"):
+        assert label in result.output
+    assert "1 decisions without an outcome left out" in result.output
+
+
+def test_evaluate_rejects_unknown_policy(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        routing_app, ["evaluate", "--policy", "psychic", "--db", "sqlite://"]
+    )
+    assert result.exit_code != 0
+    assert "psychic" in result.output
