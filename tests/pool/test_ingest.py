@@ -166,5 +166,5 @@ def test_points_older_than_the_hot_window_enter_warm(store: Store) -> None:
     )
     with store.engine.connect() as connection:
         query = select(schema.data_points.c.id, schema.data_points.c.tier)
-        tiers = dict(connection.execute(query).tuples().all())
+        tiers = {row.id: row.tier for row in connection.execute(query)}
     assert tiers == {"new": "hot", "old": "warm"}

@@ -1,0 +1,255 @@
+"""The pool's query API: statistics for the router and analytics, batches for training, quality.
+
+Statistics cover every tier: data points still held in full plus the cold tier's daily aggregates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+from sqlalchemy import case, func, select
+from sqlalchemy.sql.elements import ColumnElement
+
+from agent_agency.pool import schema
+from agent_agency.pool.store import Store
+from agent_agency.pool.timestamps import to_utc
+from agent_agency.pool.validation import check_point, parse_point
+from agent_agency.records import DataPoint, utcnow
+
+AggregateBy = Literal["agent", "task_type", "complexity", "day"]
+
+
+class GroupStatistics(BaseModel):
+    key: str
+    n: int
+    successes: int
+    success_rate: float
+    mean_quality: float
+    mean_reward: float
+    mean_latency_ms: float
+    mean_tokens: float
+
+
+class BatchCriteria(BaseModel):
+    min_quality: float = Field(default=0.0, ge=0.0, le=1.0)
+    task_types: list[str] = Field(default_factory=list, description="empty means all")
+    agents: list[str] = Field(default_factory=list, description="empty means all")
+    include_failures: bool = True
+    since: datetime | None = None
+    until: datetime | None = None
+    limit: int | None = Field(default=None, gt=0)
+
+
+class QualityReport(BaseModel):
+    total: int
+    clean: int
+    clean_percentage: float
+    reasons: dict[str, list[str]]
+
+
+class CollectionMetrics(BaseModel):
+    """The seed's CollectionMetrics: volume, quality and coverage of what was collected."""
+
+    data_points: int
+    data_points_per_day: dict[str, int]
+    data_points_per_agent: dict[str, int]
+    data_points_per_task_type: dict[str, int]
+    quarantined: int
+    valid_data_percentage: float = Field(description="accepted / (accepted + quarantined); ≥ 95")
+    privacy_violations: int
+    schema_validation_failures: int
+    agents_covered: int
+    task_types_covered: int
+    complexity_distribution: dict[str, int]
+
+
+def utc_day(store: Store, column: Any) -> ColumnElement[Any]:
+    """The UTC calendar day of a timestamp column, as text 'YYYY-MM-DD' on both dialects."""
+    if store.engine.dialect.name == "postgresql":
+        return func.to_char(func.timezone("UTC", column), "YYYY-MM-DD")
+    return func.substr(column, 1, 10)
+
+
+def _statistics(key: str, sums: Sequence[Any]) -> GroupStatistics:
+    n, successes, quality, reward, latency, tokens = (float(v or 0) for v in sums)
+    count = max(n, 1.0)
+    return GroupStatistics(
+        key=key,
+        n=int(n),
+        successes=int(successes),
+        success_rate=successes / count,
+        mean_quality=quality / count,
+        mean_reward=reward / count,
+        mean_latency_ms=latency / count,
+        mean_tokens=tokens / count,
+    )
+
+
+def _add(into: dict[str, list[float]], key: str, sums: Sequence[Any]) -> None:
+    totals = into.setdefault(key, [0.0] * 6)
+    for index, value in enumerate(sums):
+        totals[index] += float(value or 0)
+
+
+def get_system_statistics(
+    store: Store, aggregate_by: AggregateBy = "task_type", time_range: timedelta | None = None
+) -> list[GroupStatistics]:
+    """Statistics per agent, task type, complexity or day, over every tier."""
+    points, daily = schema.data_points, schema.agent_stats_daily
+    since = utcnow() - time_range if time_range is not None else None
+    point_key = {
+        "agent": points.c.agent,
+        "task_type": points.c.task_type,
+        "complexity": points.c.complexity,
+        "day": utc_day(store, points.c.timestamp),
+    }[aggregate_by]
+    point_sums = select(
+        point_key,
+        func.count(),
+        func.sum(case((points.c.success, 1), else_=0)),
+        func.sum(points.c.quality),
+        func.sum(points.c.reward),
+        func.sum(points.c.latency_ms),
+        func.sum(points.c.tokens),
+    ).group_by(point_key)
+    if since is not None:
+        point_sums = point_sums.where(points.c.timestamp >= since)
+    groups: dict[str, list[float]] = {}
+    with store.engine.connect() as connection:
+        for row in connection.execute(point_sums):
+            _add(groups, str(row[0]), row[1:])
+        if aggregate_by != "complexity":  # the cold tier does not keep complexity
+            daily_key = {"agent": daily.c.agent, "task_type": daily.c.task_type, "day": daily.c.day}
+            column = daily_key[aggregate_by]
+            daily_sums = select(
+                column,
+                func.sum(daily.c.n),
+                func.sum(daily.c.successes),
+                func.sum(daily.c.quality_sum),
+                func.sum(daily.c.reward_sum),
+                func.sum(daily.c.latency_sum),
+                func.sum(daily.c.tokens_sum),
+            ).group_by(column)
+            if since is not None:
+                daily_sums = daily_sums.where(daily.c.day >= since.date())
+            for row in connection.execute(daily_sums):
+                _add(groups, str(row[0]), row[1:])
+    return [_statistics(key, sums) for key, sums in sorted(groups.items())]
+
+
+def get_agent_statistics(
+    store: Store, agent: str, task_type: str | None = None, time_range: timedelta | None = None
+) -> GroupStatistics:
+    """One agent's statistics (optionally for one task type and recent window), for routing."""
+    points, daily = schema.data_points, schema.agent_stats_daily
+    point_sums = select(
+        func.count(),
+        func.sum(case((points.c.success, 1), else_=0)),
+        func.sum(points.c.quality),
+        func.sum(points.c.reward),
+        func.sum(points.c.latency_ms),
+        func.sum(points.c.tokens),
+    ).where(points.c.agent == agent)
+    daily_sums = select(
+        func.sum(daily.c.n),
+        func.sum(daily.c.successes),
+        func.sum(daily.c.quality_sum),
+        func.sum(daily.c.reward_sum),
+        func.sum(daily.c.latency_sum),
+        func.sum(daily.c.tokens_sum),
+    ).where(daily.c.agent == agent)
+    if task_type is not None:
+        point_sums = point_sums.where(points.c.task_type == task_type)
+        daily_sums = daily_sums.where(daily.c.task_type == task_type)
+    if time_range is not None:
+        since = utcnow() - time_range
+        point_sums = point_sums.where(points.c.timestamp >= since)
+        daily_sums = daily_sums.where(daily.c.day >= since.date())
+    totals: dict[str, list[float]] = {}
+    with store.engine.connect() as connection:
+        _add(totals, agent, connection.execute(point_sums).one())
+        _add(totals, agent, connection.execute(daily_sums).one())
+    return _statistics(agent, totals[agent])
+
+
+def get_batch(store: Store, criteria: BatchCriteria) -> list[DataPoint]:
+    """Data points held in full (hot and warm) that match `criteria`, oldest first."""
+    points = schema.data_points
+    query = select(points.c.payload).where(points.c.quality >= criteria.min_quality)
+    if criteria.task_types:
+        query = query.where(points.c.task_type.in_(criteria.task_types))
+    if criteria.agents:
+        query = query.where(points.c.agent.in_(criteria.agents))
+    if not criteria.include_failures:
+        query = query.where(points.c.success.is_(True))
+    if criteria.since is not None:
+        query = query.where(points.c.timestamp >= to_utc(criteria.since))
+    if criteria.until is not None:
+        query = query.where(points.c.timestamp < to_utc(criteria.until))
+    query = query.order_by(points.c.timestamp, points.c.id).limit(criteria.limit)
+    with store.engine.connect() as connection:
+        return [DataPoint.model_validate(row[0]) for row in connection.execute(query)]
+
+
+def validate_quality(points: Sequence[DataPoint | Mapping[str, Any]]) -> QualityReport:
+    """Run every validation gate on `points` without storing them."""
+    reasons: dict[str, list[str]] = {}
+    for index, raw in enumerate(points):
+        point, found = parse_point(raw)
+        if point is not None:
+            found = check_point(point)
+        if found:
+            key = point.id if point is not None else f"#{index}"
+            reasons[key] = found
+    total = len(points)
+    clean = total - len(reasons)
+    return QualityReport(
+        total=total,
+        clean=clean,
+        clean_percentage=100.0 * clean / total if total else 100.0,
+        reasons=reasons,
+    )
+
+
+def collection_metrics(store: Store, time_range: timedelta | None = None) -> CollectionMetrics:
+    points, quarantine = schema.data_points, schema.quarantine
+    since = utcnow() - time_range if time_range is not None else None
+
+    def counted(column: Any) -> dict[str, int]:
+        query = select(column, func.count()).group_by(column)
+        if since is not None:
+            query = query.where(points.c.timestamp >= since)
+        with store.engine.connect() as connection:
+            return {str(key): int(n) for key, n in connection.execute(query)}
+
+    per_day = counted(utc_day(store, points.c.timestamp))
+    per_agent = counted(points.c.agent)
+    per_type = counted(points.c.task_type)
+    complexity = counted(points.c.complexity)
+    reasons_query = select(quarantine.c.reasons)
+    if since is not None:
+        reasons_query = reasons_query.where(quarantine.c.received_at >= since)
+    with store.engine.connect() as connection:
+        rejected = [list(row[0]) for row in connection.execute(reasons_query)]
+    accepted = sum(per_agent.values())
+    seen = accepted + len(rejected)
+    return CollectionMetrics(
+        data_points=accepted,
+        data_points_per_day=per_day,
+        data_points_per_agent=per_agent,
+        data_points_per_task_type=per_type,
+        quarantined=len(rejected),
+        valid_data_percentage=100.0 * accepted / seen if seen else 100.0,
+        privacy_violations=sum(any(r.startswith("privacy:") for r in rs) for rs in rejected),
+        schema_validation_failures=sum(
+            any(r.startswith(("completeness:", "type:")) for r in rs) for rs in rejected
+        ),
+        agents_covered=len(per_agent),
+        task_types_covered=len(per_type),
+        complexity_distribution={
+            level: complexity.get(level, 0) for level in ("trivial", "standard", "complex")
+        },
+    )

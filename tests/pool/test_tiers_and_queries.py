@@ -1,0 +1,138 @@
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from pool_records import make_point
+from sqlalchemy import func, select
+
+from agent_agency.pool import schema, tiers
+from agent_agency.pool.queries import (
+    BatchCriteria,
+    collection_metrics,
+    get_agent_statistics,
+    get_batch,
+    get_system_statistics,
+    validate_quality,
+)
+from agent_agency.pool.store import Store
+from agent_agency.pool.tiers import compact
+from agent_agency.records import utcnow
+
+NOW = utcnow()
+
+
+def spread(store: Store) -> list[Any]:
+    """Points 1, 20 and 100..104 days old, two agents, two task types."""
+    ages = [1, 20, 100, 100, 101, 103, 104]
+    points = [
+        make_point(
+            f"p{i}",
+            agent=("a", "b")[i % 2],
+            task_type=("x", "y")[i % 2],
+            quality=0.1 * (i + 1),
+            success=i % 3 != 0,
+            when=NOW - timedelta(days=age, hours=1),
+        )
+        for i, age in enumerate(ages)
+    ]
+    assert store.ingest(points).accepted == len(points)
+    return points
+
+
+def totals(store: Store) -> tuple[int, float]:
+    stats = get_system_statistics(store, "agent")
+    return sum(s.n for s in stats), sum(s.mean_quality * s.n for s in stats)
+
+
+def test_compact_aggregates_equal_the_rows_they_replace(store: Store) -> None:
+    points = spread(store)
+    before = {s.key: s for s in get_system_statistics(store, "agent")}
+    report = compact(store, now=NOW)
+    assert (report.moved_to_warm, report.moved_to_cold, report.days_compacted) == (0, 5, 4)
+    old = [p for p in points if p.timestamp < NOW - timedelta(days=90)]
+    with store.engine.connect() as connection:
+        daily = schema.agent_stats_daily
+        n, quality, tokens = connection.execute(
+            select(func.sum(daily.c.n), func.sum(daily.c.quality_sum), func.sum(daily.c.tokens_sum))
+        ).one()
+        left = connection.execute(select(func.count()).select_from(schema.data_points)).scalar()
+    assert n == len(old)
+    assert quality == pytest.approx(sum(p.evaluation.quality_score for p in old))
+    assert tokens == sum(p.execution.tokens_used for p in old)
+    assert left == 2
+    after = {s.key: s for s in get_system_statistics(store, "agent")}
+    for key, stat in before.items():
+        assert after[key].n == stat.n
+        assert after[key].mean_quality == pytest.approx(stat.mean_quality)
+    assert compact(store, now=NOW) == tiers.CompactReport()  # idempotent
+    assert compact(store, now=NOW + timedelta(days=10)).moved_to_warm == 1
+
+
+def test_compact_resumes_after_a_crash(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    spread(store)
+    expected = totals(store)
+    real = tiers._move_day_to_cold
+    calls = {"n": 0}
+
+    def crash_on_third_day(connection: Any, start: Any) -> int:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise RuntimeError("simulated crash")
+        return real(connection, start)
+
+    monkeypatch.setattr(tiers, "_move_day_to_cold", crash_on_third_day)
+    with pytest.raises(RuntimeError):
+        compact(store, now=NOW)
+    monkeypatch.setattr(tiers, "_move_day_to_cold", real)
+    compact(store, now=NOW)
+    n, quality_total = totals(store)
+    assert n == expected[0]
+    assert quality_total == pytest.approx(expected[1])
+
+
+def test_cold_aggregates_expire_after_the_cold_window(store: Store) -> None:
+    spread(store)
+    compact(store, now=NOW)
+    report = compact(store, now=NOW + timedelta(days=800))
+    assert report.cold_rows_deleted == 7  # 5 (day, agent, type) rows + the 2 newer points
+    assert totals(store)[0] == 0
+
+
+def test_agent_statistics_filter_and_include_cold_tier(store: Store) -> None:
+    points = spread(store)
+    compact(store, now=NOW)
+    a_points = [p for p in points if p.routing.selected_agent == "a"]
+    stats = get_agent_statistics(store, "a", task_type="x")
+    assert stats.n == len(a_points)
+    assert stats.mean_quality == pytest.approx(
+        sum(p.evaluation.quality_score for p in a_points) / len(a_points)
+    )
+    recent = get_agent_statistics(store, "a", time_range=timedelta(days=7))
+    assert recent.n == 1
+    assert get_agent_statistics(store, "nobody").n == 0
+
+
+def test_get_batch_criteria(store: Store) -> None:
+    spread(store)
+    batch = get_batch(store, BatchCriteria(min_quality=0.3, include_failures=False))
+    assert [p.id for p in batch] == ["p5", "p4", "p2"]  # oldest first
+    assert all(p.execution.success and p.evaluation.quality_score >= 0.3 for p in batch)
+    assert [p.id for p in get_batch(store, BatchCriteria(task_types=["y"], limit=1))] == ["p5"]
+
+
+def test_validate_quality_and_collection_metrics(store: Store) -> None:
+    good = [make_point(f"g{i}") for i in range(19)]
+    bad = make_point("bad", success=True, quality=0.0)
+    report = validate_quality([*good, bad])
+    assert (report.total, report.clean, report.clean_percentage) == (20, 19, 95.0)
+    store.ingest([*good, bad, {"id": "broken"}])
+    metrics = collection_metrics(store)
+    assert metrics.data_points == 19
+    assert metrics.quarantined == 2
+    assert metrics.valid_data_percentage == pytest.approx(100 * 19 / 21)
+    assert metrics.schema_validation_failures == 1
+    assert metrics.data_points_per_day == {"2026-11-20": 19}
+    assert metrics.complexity_distribution == {"trivial": 0, "standard": 19, "complex": 0}
+    assert metrics.agents_covered == 1
