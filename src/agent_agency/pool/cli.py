@@ -1,0 +1,145 @@
+"""`agency pool …`: statistics, quarantine, compaction and ingest of data points."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any, cast
+
+import typer
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+from sqlalchemy import select
+
+from agent_agency.config import load_config
+from agent_agency.pool import schema
+from agent_agency.pool.queries import AggregateBy, collection_metrics, get_system_statistics
+from agent_agency.pool.store import Store
+from agent_agency.pool.tiers import compact as compact_tiers
+
+pool_app = typer.Typer(help="The benchmark data pool: statistics, quarantine, tiers, ingest.")
+console = Console()
+
+DbOption = Annotated[
+    str | None, typer.Option("--db", help="database URL (default: storage.url from config)")
+]
+DaysOption = Annotated[int | None, typer.Option("--days", help="only the last N days", min=1)]
+
+
+def _open(db: str | None) -> Store:
+    config = load_config()
+    return Store.open(db or config.storage.url, config.pool)
+
+
+@pool_app.command()
+def stats(
+    db: DbOption = None,
+    days: DaysOption = None,
+    by: Annotated[str, typer.Option(help="agent, task_type, complexity or day")] = "task_type",
+) -> None:
+    """Collection metrics (volume, quality, coverage) and statistics per group."""
+    if by not in ("agent", "task_type", "complexity", "day"):
+        raise typer.BadParameter(f"--by: {by!r} is not one of agent, task_type, complexity, day")
+    window = timedelta(days=days) if days else None
+    with _open(db) as store:
+        metrics = collection_metrics(store, window)
+        groups = get_system_statistics(store, cast(AggregateBy, by), window)
+    summary = Table(title="Collection metrics")
+    summary.add_column("metric")
+    summary.add_column("value", justify="right")
+    target = "ok" if metrics.valid_data_percentage >= 95 else "below the 95% target"
+    rows: list[tuple[str, Any]] = [
+        ("data points", metrics.data_points),
+        ("quarantined", metrics.quarantined),
+        ("clean data", f"{metrics.valid_data_percentage:.1f}% ({target})"),
+        ("privacy violations caught", metrics.privacy_violations),
+        ("schema validation failures", metrics.schema_validation_failures),
+        ("agents covered", metrics.agents_covered),
+        ("task types covered", metrics.task_types_covered),
+        ("complexity", json.dumps(metrics.complexity_distribution)),
+        ("days with data", len(metrics.data_points_per_day)),
+    ]
+    for name, value in rows:
+        summary.add_row(name, str(value))
+    console.print(summary)
+    table = Table(title=f"Statistics by {by}")
+    for column in ("group", "n", "success", "quality", "reward", "latency ms", "tokens"):
+        table.add_column(column, justify="left" if column == "group" else "right")
+    for group in groups:
+        table.add_row(
+            group.key,
+            str(group.n),
+            f"{group.success_rate:.1%}",
+            f"{group.mean_quality:.3f}",
+            f"{group.mean_reward:.3f}",
+            f"{group.mean_latency_ms:.0f}",
+            f"{group.mean_tokens:.0f}",
+        )
+    console.print(table)
+
+
+@pool_app.command()
+def quarantine(
+    db: DbOption = None,
+    limit: Annotated[int, typer.Option(min=1, help="newest N entries")] = 50,
+) -> None:
+    """Rejected data points with every reason they were rejected."""
+    table_def = schema.quarantine
+    with _open(db) as store, store.engine.connect() as connection:
+        rows = connection.execute(
+            select(table_def.c.point_id, table_def.c.received_at, table_def.c.reasons)
+            .order_by(table_def.c.received_at.desc())
+            .limit(limit)
+        ).all()
+    table = Table(title=f"Quarantine (newest {len(rows)})")
+    table.add_column("point")
+    table.add_column("received")
+    table.add_column("reasons")
+    for point_id, received_at, reasons in rows:
+        table.add_row(str(point_id), str(received_at)[:19], "\n".join(reasons))
+    console.print(table)
+
+
+@pool_app.command()
+def compact(db: DbOption = None) -> None:
+    """Move data between tiers (hot → warm → cold aggregates → deleted); safe to re-run."""
+    with _open(db) as store, Progress(console=console) as progress:
+        task = progress.add_task("compacting days into the cold tier", total=None)
+
+        def on_day(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        report = compact_tiers(store, on_day=on_day)
+    console.print(report.model_dump())
+
+
+@pool_app.command()
+def ingest(
+    path: Annotated[Path, typer.Argument(help="JSON Lines file, one data point per line")],
+    db: DbOption = None,
+    batch: Annotated[int, typer.Option(min=1)] = 1000,
+) -> None:
+    """Validate, anonymize and store data points; rejected ones go to quarantine."""
+    if not path.exists():
+        raise typer.BadParameter(f"path: {path} does not exist")
+    points: list[Any] = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                points.append(json.loads(line))
+            except json.JSONDecodeError as error:
+                points.append({"__invalid_json__": f"line {number}: {error}"})
+    totals = {"accepted": 0, "duplicates": 0, "quarantined": 0}
+    with _open(db) as store:
+        for start in range(0, len(points), batch):
+            report = store.ingest(points[start : start + batch])
+            totals["accepted"] += report.accepted
+            totals["duplicates"] += report.duplicates
+            totals["quarantined"] += report.quarantined
+            for point_id, reasons in report.reasons.items():
+                console.print(f"[yellow]quarantined[/] {point_id}: " + "; ".join(reasons))
+    console.print(totals)

@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pool_records import make_point
+from typer.testing import CliRunner
+
+from agent_agency.pool.cli import pool_app
+
+runner = CliRunner()
+
+
+def test_cli_ingest_stats_quarantine_compact(db_url: str, tmp_path: Path) -> None:
+    good = make_point("good").model_dump_json()
+    bad = make_point("bad").model_dump(mode="json")
+    bad["execution"]["latency_ms"] = -1
+    source = tmp_path / "points.jsonl"
+    source.write_text("\n".join([good, json.dumps(bad), good, "{not json"]) + "\n")
+    result = runner.invoke(pool_app, ["ingest", str(source), "--db", db_url])
+    assert result.exit_code == 0, result.output
+    assert "bounds: execution.latency_ms" in result.output
+    assert "'accepted': 1" in result.output and "'quarantined': 2" in result.output
+    assert "'duplicates': 1" in result.output
+
+    result = runner.invoke(pool_app, ["stats", "--db", db_url, "--by", "agent"])
+    assert result.exit_code == 0, result.output
+    assert "33.3%" in result.output and "below the 95% target" in result.output
+    result = runner.invoke(pool_app, ["stats", "--db", db_url, "--by", "tenant"])
+    assert result.exit_code != 0 and "--by" in result.output
+
+    result = runner.invoke(pool_app, ["quarantine", "--db", db_url])
+    assert result.exit_code == 0
+    assert "bad" in result.output and "bounds" in result.output
+
+    result = runner.invoke(pool_app, ["compact", "--db", db_url])
+    assert result.exit_code == 0, result.output
+    assert "moved_to_warm" in result.output
