@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import pytest
+
+from agent_agency.pool.code_identifiers import IdentifierRenamer
+from agent_agency.pool.pii import find_pii, generalize_path, redact
+
+
+@pytest.mark.parametrize(
+    ("text", "entity"),
+    [
+        ("mail ana.lopez@corp.example.org now", "EMAIL_ADDRESS"),
+        ("call +44 20 7946 0958 today", "PHONE_NUMBER"),
+        ("card 4111-1111-1111-1111 ok", "CREDIT_CARD"),
+        ("host 10.0.12.7 down", "IP_ADDRESS"),
+        ("ask Dr. Watson", "PERSON"),
+        ("ship to 42 Elm Street please", "STREET_ADDRESS"),
+        ("open /srv/app/config/settings.yaml", "FILE_PATH"),
+        ("see https://intranet.example.com/x", "URL"),
+        ("login user_id=8812", "USER_ID"),
+    ],
+)
+def test_each_entity_type_is_found(text: str, entity: str) -> None:
+    assert entity in {f.entity for f in find_pii(text)}
+
+
+def test_plain_task_text_is_left_alone() -> None:
+    text = "What is 17 + 25? Reply with x/2 or 3.14; def f(a): return a"
+    assert redact(text) == (text, [])
+
+
+def test_luhn_invalid_digit_runs_are_not_cards() -> None:
+    assert "CREDIT_CARD" not in {f.entity for f in find_pii("order 1234 5678 9012 3456")}
+
+
+def test_paths_are_generalized_keeping_the_extension() -> None:
+    assert generalize_path("/path/to/user-file.ts") == "/[PATH]/[FILE].ts"
+    assert generalize_path("C:\\Users\\bob\\notes.txt") == "/[PATH]/[FILE].txt"
+    assert generalize_path("/var/log/") == "/[PATH]"
+
+
+def test_identifiers_renamed_consistently_keeping_builtins_and_imports() -> None:
+    renamer = IdentifierRenamer()
+    code = (
+        "import math\n"
+        "def calculateTotal(userName, prices):\n"
+        "    total = sum(prices)\n"
+        "    return math.floor(total)\n"
+    )
+    renamed = renamer.rename_in_text(code)
+    assert "def func1(var1, var2):" in renamed
+    assert "var3 = sum(var2)" in renamed
+    assert "math.floor(var3)" in renamed
+    fenced = renamer.rename_in_text("Use:\n```python\nprint(calculateTotal(1, [2]))\n```")
+    assert "print(func1(1, [2]))" in fenced
+    assert renamer.rename_in_text("Calculate the total.") == "Calculate the total."
