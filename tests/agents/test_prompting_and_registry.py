@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import pytest
+
+from agent_agency.agents import build_backend, build_messages
+from agent_agency.agents.local import LocalBackend
+from agent_agency.agents.openai_compat import OpenAICompatBackend
+from agent_agency.agents.scripted import ScriptedBackend
+from agent_agency.config import default_team
+from agent_agency.records import AgentSpec, GraderSpec, Message, Task
+
+TASK = Task(
+    id="t1", type="arithmetic", prompt="What is 2 + 2?", grader=GraderSpec(kind="exact-number")
+)
+
+
+def test_messages_are_system_then_few_shot_then_the_prompt_verbatim() -> None:
+    stepwise = next(spec for spec in default_team() if spec.name == "stepwise")
+    messages = build_messages(stepwise, TASK)
+    assert messages[0] == Message(role="system", content=stepwise.system_prompt)
+    assert messages[1:-1] == stepwise.few_shot
+    assert messages[-1] == Message(role="user", content="What is 2 + 2?")
+    messages[1].content = "changed"
+    assert stepwise.few_shot[0].content != "changed"  # the spec is not aliased
+
+
+def test_an_empty_system_prompt_is_left_out() -> None:
+    spec = AgentSpec(name="bare", system_prompt="")
+    assert [m.role for m in build_messages(spec, TASK)] == ["user"]
+
+
+def test_the_registry_picks_the_backend_named_by_the_spec(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AGENCY_TEST_KEY", "secret")
+    assert isinstance(build_backend(AgentSpec(name="a")), LocalBackend)
+    remote = AgentSpec(name="b", backend="openai_compat", api_key_env="AGENCY_TEST_KEY")
+    assert isinstance(build_backend(remote), OpenAICompatBackend)
+    simulated = build_backend(AgentSpec(name="c", backend="scripted"), tasks=[TASK])
+    assert isinstance(simulated, ScriptedBackend) and simulated.simulated
+
+
+def test_scripted_without_tasks_and_unknown_backends_are_clear_errors() -> None:
+    with pytest.raises(ValueError, match="needs the task list"):
+        build_backend(AgentSpec(name="c", backend="scripted"))
+    odd = AgentSpec.model_construct(**{**AgentSpec(name="d").model_dump(), "backend": "tpu"})
+    with pytest.raises(ValueError, match="unknown backend 'tpu'"):
+        build_backend(odd)
