@@ -15,16 +15,21 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from agent_agency.arbiter.routing_cli import routing_app
 from agent_agency.config import AgencyConfig, ConfigError, load_config, parse_config
+from agent_agency.pool.cli import pool_app
 from agent_agency.records import utcnow
 
 app = typer.Typer(
     help="Agent Agency: route tasks to agents, grade them, record everything, learn from it.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    add_completion=False,
 )
 config_app = typer.Typer(help="Inspect the configuration (agency.yaml).", no_args_is_help=True)
 app.add_typer(config_app, name="config")
+app.add_typer(pool_app, name="pool", no_args_is_help=True)
+app.add_typer(routing_app, name="routing", no_args_is_help=True)
 
 console = Console()
 err_console = Console(stderr=True)
