@@ -1,0 +1,138 @@
+"""The sandbox contains hostile code: each escape attempt ends as a failure with a reason."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from agent_agency.caws.sandbox import run_python
+
+
+def _live_uids() -> set[int]:
+    uids: set[int] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        state = next(line for line in status.splitlines() if line.startswith("State:"))
+        uid = int(next(line for line in status.splitlines() if line.startswith("Uid:")).split()[1])
+        if "zombie" not in state:
+            uids.add(uid)
+    return uids
+
+
+def test_runs_code_with_files_and_captures_output() -> None:
+    result = run_python(
+        "from helper import double\nprint(double(21))\nopen('out.txt', 'w').write('ok')\n",
+        files={"helper.py": "def double(x):\n    return 2 * x\n"},
+    )
+    assert result.ok, result.reason
+    assert result.exit_code == 0
+    assert result.stdout.strip() == "42"
+    assert result.reason == ""
+    assert result.isolation_notes == []
+
+
+def test_failing_code_reports_the_exception() -> None:
+    result = run_python("raise ValueError('boom')")
+    assert not result.ok
+    assert result.exit_code == 1
+    assert "ValueError: boom" in result.reason
+    assert "Traceback" in result.stderr
+
+
+def test_environment_is_scrubbed_and_cwd_is_throwaway() -> None:
+    os.environ["AGENCY_TEST_SECRET"] = "hunter2"
+    try:
+        result = run_python("import os\nprint(sorted(os.environ))\nprint(os.getcwd())")
+    finally:
+        del os.environ["AGENCY_TEST_SECRET"]
+    assert result.ok
+    assert "AGENCY_TEST_SECRET" not in result.stdout
+    cwd = result.stdout.strip().splitlines()[-1]
+    assert cwd.endswith("/work")
+    assert not Path(cwd).exists(), "the throw-away directory is removed afterwards"
+
+
+def test_infinite_loop_is_stopped_by_the_time_limit() -> None:
+    started = time.perf_counter()
+    result = run_python("while True:\n    pass\n", timeout_s=1.0)
+    assert time.perf_counter() - started < 5
+    assert not result.ok and result.timed_out
+    assert "timed out" in result.reason
+
+
+def test_memory_bomb_is_stopped_by_the_memory_limit() -> None:
+    result = run_python("chunks = []\nwhile True:\n    chunks.append(' ' * 10**7)\n", memory_mb=256)
+    assert not result.ok and not result.timed_out
+    assert "memory limit exceeded" in result.reason
+
+
+def test_fork_bomb_is_contained_and_leaves_no_process_behind() -> None:
+    bomb = (
+        "import os, time\n"
+        "print(os.getuid(), flush=True)\n"
+        "while True:\n"
+        "    try:\n"
+        "        os.fork()\n"
+        "    except OSError:\n"
+        "        time.sleep(0.01)\n"
+    )
+    started = time.perf_counter()
+    result = run_python(bomb, timeout_s=1.0)
+    assert time.perf_counter() - started < 10
+    assert not result.ok
+    assert result.reason
+    time.sleep(0.2)
+    bomb_uid = int(result.stdout.split()[0])
+    assert bomb_uid != 0, "the code must not run as root"
+    assert bomb_uid not in _live_uids()
+
+
+def test_plain_fork_bomb_hits_the_process_limit() -> None:
+    result = run_python("import os\nwhile True:\n    os.fork()\n", timeout_s=3.0)
+    assert not result.ok
+    assert "process limit exceeded" in result.reason or "timed out" in result.reason
+
+
+@pytest.mark.parametrize("target", ["/tmp/agency-escape.txt", "/etc/agency-escape.txt"])
+def test_write_outside_the_directory_is_refused(target: str) -> None:
+    result = run_python(f"open({target!r}, 'w').write('escaped')")
+    assert not result.ok
+    assert "write outside the sandbox directory refused" in result.reason
+    assert not Path(target).exists()
+
+
+def test_network_connection_is_refused() -> None:
+    code = "import socket\nsocket.create_connection(('127.0.0.1', 22), timeout=2)\n"
+    started = time.perf_counter()
+    result = run_python(code)
+    assert time.perf_counter() - started < 5
+    assert not result.ok
+    assert "network access refused" in result.reason
+
+
+def test_output_flood_is_capped() -> None:
+    result = run_python("while True:\n    print('x' * 1000)\n", timeout_s=3.0)
+    assert not result.ok
+    assert "file size limit exceeded" in result.reason
+    assert len(result.stdout) < 30_000
+
+
+@pytest.mark.parametrize("name", ["../evil.py", "/etc/passwd", "main.py", ""])
+def test_bad_file_names_are_rejected(name: str) -> None:
+    with pytest.raises(ValueError, match="files: invalid file name"):
+        run_python("pass", files={name: "x"})
+
+
+def test_bad_limits_are_rejected() -> None:
+    with pytest.raises(ValueError, match="timeout_s"):
+        run_python("pass", timeout_s=0)
+    with pytest.raises(ValueError, match="memory_mb"):
+        run_python("pass", memory_mb=8)
