@@ -1,0 +1,30 @@
+"""Built-in verifiable task suites: loaders, graders, tools and reference answers."""
+
+from agent_agency.tasks.graders import GraderError, GradeResult, grade, grader_kinds
+from agent_agency.tasks.reference import reference_answer, reference_tool_calls, wrong_answer
+from agent_agency.tasks.suites import (
+    TaskFileError,
+    builtin_suite_names,
+    load_builtin,
+    load_suite_file,
+    select_tasks,
+)
+from agent_agency.tasks.tools import CALCULATOR, ToolError, run_tool
+
+__all__ = [
+    "CALCULATOR",
+    "GradeResult",
+    "GraderError",
+    "TaskFileError",
+    "ToolError",
+    "builtin_suite_names",
+    "grade",
+    "grader_kinds",
+    "load_builtin",
+    "load_suite_file",
+    "reference_answer",
+    "reference_tool_calls",
+    "run_tool",
+    "select_tasks",
+    "wrong_answer",
+]

@@ -1,0 +1,129 @@
+"""Loading task files (JSONL, one `Task` per line) and the built-in suites; balanced selection."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from pydantic import ValidationError
+
+from agent_agency.records import Task
+from agent_agency.tasks.graders import GraderError, validate_grader_spec
+from agent_agency.tasks.humaneval import SUITE as HUMANEVAL_SUITE
+from agent_agency.tasks.humaneval import load_humaneval
+
+SUITES_DIR = Path(__file__).parent / "suites"
+SplitChoice = Literal["train", "heldout", "all"]
+
+
+class TaskFileError(ValueError):
+    """A task file is unreadable or invalid; the message names file, line, field and reason."""
+
+
+def _describe(error: dict[str, object]) -> str:
+    location = error.get("loc", ())
+    path = ".".join(str(part) for part in location) if isinstance(location, tuple) else ""
+    if error.get("type") == "extra_forbidden":
+        return f"{path}: unknown field"
+    return f"{path or '(line)'}: {error.get('msg')}"
+
+
+def parse_task_line(text: str, *, source: str, line: int) -> Task:
+    """One JSONL line → `Task`, or `TaskFileError` saying `source:line: field: reason`."""
+    where = f"{source}:{line}"
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise TaskFileError(
+            f"{where}: malformed JSON: {error.msg} (column {error.colno})"
+        ) from None
+    if not isinstance(data, dict):
+        raise TaskFileError(f"{where}: expected a JSON object, got {type(data).__name__}")
+    try:
+        task = Task.model_validate(data)
+    except ValidationError as error:
+        details = "; ".join(_describe(dict(item)) for item in error.errors())
+        raise TaskFileError(f"{where}: {details}") from None
+    try:
+        validate_grader_spec(task.grader)
+    except GraderError as error:
+        raise TaskFileError(f"{where}: {error}") from None
+    return task
+
+
+def load_suite_file(path: str | Path) -> list[Task]:
+    """Every task in a JSONL task file (blank lines skipped); ids must be unique in the file."""
+    path = Path(path)
+    try:
+        content = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise TaskFileError(f"{path}: cannot read task file: {error.strerror}") from None
+    tasks: list[Task] = []
+    first_line_of: dict[str, int] = {}
+    for number, text in enumerate(content.splitlines(), start=1):
+        if not text.strip():
+            continue
+        task = parse_task_line(text, source=str(path), line=number)
+        if task.id in first_line_of:
+            raise TaskFileError(
+                f"{path}:{number}: id: duplicate task id {task.id!r} "
+                f"(first defined on line {first_line_of[task.id]})"
+            )
+        first_line_of[task.id] = number
+        tasks.append(task)
+    return tasks
+
+
+def builtin_suite_names() -> list[str]:
+    """Names of the built-in suites: the shipped JSONL files plus HumanEval."""
+    return sorted([path.stem for path in SUITES_DIR.glob("*.jsonl")] + [HUMANEVAL_SUITE])
+
+
+def load_builtin(suites: Sequence[str] | None = None, split: SplitChoice = "train") -> list[Task]:
+    """Tasks of the named built-in suites (all when None or empty) in the given split."""
+    if split not in ("train", "heldout", "all"):
+        raise ValueError(f"split: must be 'train', 'heldout' or 'all', got {split!r}")
+    known = builtin_suite_names()
+    chosen = list(suites) if suites else known
+    unknown = [name for name in chosen if name not in known]
+    if unknown:
+        raise ValueError(f"suites: unknown suite(s) {unknown}; built-in suites: {known}")
+    tasks: list[Task] = []
+    for name in dict.fromkeys(chosen):
+        if name == HUMANEVAL_SUITE:
+            tasks.extend(load_humaneval())
+        else:
+            tasks.extend(load_suite_file(SUITES_DIR / f"{name}.jsonl"))
+    return [task for task in tasks if split == "all" or task.split == split]
+
+
+def select_tasks(tasks: Sequence[Task], n: int, seed: int) -> list[Task]:
+    """Pick `n` tasks (all if fewer exist) round-robin across task types, deterministic by seed.
+
+    Each type's tasks are shuffled, then the types take turns, so no type gets more than one task
+    more than another until a type runs out.
+    """
+    if n < 0:
+        raise ValueError(f"n: must be >= 0, got {n}")
+    rng = random.Random(seed)
+    by_type: dict[str, list[Task]] = defaultdict(list)
+    for task in tasks:
+        by_type[task.type].append(task)
+    queues = []
+    for task_type in sorted(by_type):
+        group = list(by_type[task_type])
+        rng.shuffle(group)
+        queues.append(group)
+    rng.shuffle(queues)
+    selected: list[Task] = []
+    position = 0
+    while len(selected) < n and any(queues):
+        queue = queues[position % len(queues)]
+        if queue:
+            selected.append(queue.pop(0))
+        position += 1
+    return selected
