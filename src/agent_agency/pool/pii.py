@@ -42,200 +42,25 @@ PLACEHOLDERS = {
     "USER_ID": "user_id=[REMOVED]",
 }
 
-_FIRST_NAMES = [
-    "James",
-    "John",
-    "Robert",
-    "Michael",
-    "William",
-    "David",
-    "Richard",
-    "Joseph",
-    "Thomas",
-    "Charles",
-    "Christopher",
-    "Daniel",
-    "Matthew",
-    "Anthony",
-    "Mark",
-    "Donald",
-    "Steven",
-    "Paul",
-    "Andrew",
-    "Joshua",
-    "Kenneth",
-    "Kevin",
-    "Brian",
-    "George",
-    "Timothy",
-    "Ronald",
-    "Edward",
-    "Jason",
-    "Jeffrey",
-    "Ryan",
-    "Jacob",
-    "Gary",
-    "Nicholas",
-    "Eric",
-    "Jonathan",
-    "Stephen",
-    "Larry",
-    "Justin",
-    "Scott",
-    "Brandon",
-    "Benjamin",
-    "Samuel",
-    "Gregory",
-    "Alexander",
-    "Frank",
-    "Patrick",
-    "Raymond",
-    "Jack",
-    "Dennis",
-    "Jerry",
-    "Tyler",
-    "Aaron",
-    "Jose",
-    "Adam",
-    "Nathan",
-    "Henry",
-    "Peter",
-    "Zachary",
-    "Douglas",
-    "Harold",
-    "Kyle",
-    "Noah",
-    "Carl",
-    "Arthur",
-    "Mary",
-    "Patricia",
-    "Jennifer",
-    "Linda",
-    "Elizabeth",
-    "Barbara",
-    "Susan",
-    "Jessica",
-    "Sarah",
-    "Karen",
-    "Lisa",
-    "Nancy",
-    "Betty",
-    "Sandra",
-    "Margaret",
-    "Ashley",
-    "Kimberly",
-    "Emily",
-    "Donna",
-    "Michelle",
-    "Carol",
-    "Amanda",
-    "Melissa",
-    "Deborah",
-    "Stephanie",
-    "Dorothy",
-    "Rebecca",
-    "Sharon",
-    "Laura",
-    "Cynthia",
-    "Amy",
-    "Kathleen",
-    "Angela",
-    "Shirley",
-    "Brenda",
-    "Emma",
-    "Anna",
-    "Pamela",
-    "Nicole",
-    "Samantha",
-    "Katherine",
-    "Christine",
-    "Helen",
-    "Debra",
-    "Rachel",
-    "Carolyn",
-    "Janet",
-    "Maria",
-    "Catherine",
-    "Heather",
-    "Diane",
-    "Olivia",
-    "Julie",
-    "Joyce",
-    "Victoria",
-    "Ruth",
-    "Virginia",
-    "Lauren",
-    "Kelly",
-    "Christina",
-    "Joan",
-    "Evelyn",
-    "Judith",
-    "Andrea",
-    "Hannah",
-    "Megan",
-    "Cheryl",
-    "Jacqueline",
-    "Martha",
-    "Madison",
-    "Teresa",
-    "Gloria",
-    "Sara",
-    "Janice",
-    "Ann",
-    "Kathryn",
-    "Abigail",
-    "Sophia",
-    "Frances",
-    "Jean",
-    "Alice",
-    "Judy",
-    "Isabella",
-    "Julia",
-    "Grace",
-    "Amber",
-    "Denise",
-    "Danielle",
-    "Marilyn",
-    "Beverly",
-    "Charlotte",
-    "Natalie",
-    "Theresa",
-    "Diana",
-    "Brittany",
-    "Doris",
-    "Kayla",
-    "Alexis",
-    "Lori",
-    "Marie",
-    "Ahmed",
-    "Mohammed",
-    "Wei",
-    "Li",
-    "Priya",
-    "Raj",
-    "Carlos",
-    "Juan",
-    "Luis",
-    "Ana",
-    "Sofia",
-    "Lucas",
-    "Liam",
-    "Ethan",
-    "Mason",
-    "Logan",
-    "Elijah",
-    "Oliver",
-    "Aiden",
-    "Mia",
-    "Ava",
-    "Chloe",
-    "Zoe",
-    "Lily",
-    "Ella",
-    "Aria",
-    "Nora",
-    "Leah",
-]
+_FIRST_NAMES = frozenset(
+    (  # noqa: SIM905
+        "James John Robert Michael William David Richard Joseph Thomas Charles Christopher Daniel "
+        "Matthew Anthony Mark Donald Steven Paul Andrew Joshua Kenneth Kevin Brian George Timothy "
+        "Ronald Edward Jason Jeffrey Ryan Jacob Gary Nicholas Eric Jonathan Stephen Larry Justin "
+        "Scott Brandon Benjamin Samuel Gregory Alexander Frank Patrick Raymond Jack Dennis Jerry "
+        "Tyler Aaron Jose Adam Nathan Henry Peter Zachary Douglas Harold Kyle Noah Carl Arthur "
+        "Mary Patricia Jennifer Linda Elizabeth Barbara Susan Jessica Sarah Karen Lisa Nancy Betty "
+        "Sandra Margaret Ashley Kimberly Emily Donna Michelle Carol Amanda Melissa Deborah "
+        "Stephanie Dorothy Rebecca Sharon Laura Cynthia Amy Kathleen Angela Shirley Brenda Emma "
+        "Anna Pamela Nicole Samantha Katherine Christine Helen Debra Rachel Carolyn Janet Maria "
+        "Catherine Heather Diane Olivia Julie Joyce Victoria Ruth Virginia Lauren Kelly Christina "
+        "Joan Evelyn Judith Andrea Hannah Megan Cheryl Jacqueline Martha Madison Teresa Gloria "
+        "Sara Janice Ann Kathryn Abigail Sophia Frances Jean Alice Judy Isabella Julia Grace Amber "
+        "Denise Danielle Marilyn Beverly Charlotte Natalie Theresa Diana Brittany Doris Kayla "
+        "Alexis Lori Marie Ahmed Mohammed Wei Li Priya Raj Carlos Juan Luis Ana Sofia Lucas Liam "
+        "Ethan Mason Logan Elijah Oliver Aiden Mia Ava Chloe Zoe Lily Ella Aria Nora Leah"
+    ).split()
+)
 _CAPITALIZED = r"[A-Z][a-z]+(?:[-'][A-Z][a-z]+)?"
 _STREET_SUFFIX = (
     r"(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|"
@@ -268,8 +93,7 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         "PERSON",
         re.compile(
             rf"\b(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?\s+{_CAPITALIZED}(?:\s+{_CAPITALIZED})?"
-            rf"|\b(?:{'|'.join(_FIRST_NAMES)})\s+{_CAPITALIZED}\b"
-            rf"|(?<=\b[Mm]y name is )(?:{_CAPITALIZED})(?:\s+{_CAPITALIZED})?"
+            rf"|(?<=\b[Mm]y name is ){_CAPITALIZED}(?:\s+{_CAPITALIZED})?"
         ),
     ),
     (
@@ -303,9 +127,31 @@ def _luhn_valid(digits: str) -> bool:
     return total % 10 == 0
 
 
+_FIRST_AND_LAST = re.compile(rf"\b([A-Z][a-z]+)\s+{_CAPITALIZED}\b")
+_HAS_DIGIT = re.compile(r"\d")
+# A pattern only runs when its cheap necessary condition holds; most texts fail most of them.
+_NEEDS: dict[str, Callable[[str, bool], bool]] = {
+    "URL": lambda text, _d: "http" in text or "www." in text,
+    "EMAIL_ADDRESS": lambda text, _d: "@" in text,
+    "CREDIT_CARD": lambda _t, digits: digits,
+    "IP_ADDRESS": lambda text, digits: (digits and "." in text) or "::" in text or ":" in text,
+    "PHONE_NUMBER": lambda _t, digits: digits,
+    "STREET_ADDRESS": lambda _t, digits: digits,
+    "PERSON": lambda _t, _d: True,
+    "USER_ID": lambda text, _d: "id" in text.lower(),
+    "FILE_PATH": lambda text, _d: "/" in text or ":\\" in text,
+}
+
+
 def _own_findings(text: str) -> list[Finding]:
     findings = []
+    digits = _HAS_DIGIT.search(text) is not None
+    for match in _FIRST_AND_LAST.finditer(text):
+        if match.group(1) in _FIRST_NAMES:
+            findings.append(Finding("PERSON", match.start(), match.end()))
     for entity, pattern in _OWN_PATTERNS:
+        if not _NEEDS[entity](text, digits):
+            continue
         for match in pattern.finditer(text):
             if entity == "CREDIT_CARD" and not _luhn_valid(re.sub(r"\D", "", match.group())):
                 continue
