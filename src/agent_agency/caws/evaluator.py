@@ -1,0 +1,113 @@
+"""The CAWS evaluator: gates, minimal-diff, judges and rubric for one attempt at a task.
+
+`evaluate` scores the given iteration's output. Everything that may start a process (the task's
+grader running tests in the sandbox, ruff) runs in a worker thread, so the event loop never
+blocks; judges run concurrently on the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from agent_agency.caws.gates import (
+    GRADER_GATES,
+    GateInput,
+    extract_code,
+    gates_for,
+    is_code_task,
+    run_gate,
+    validate_gate_settings,
+)
+from agent_agency.caws.judges import Judge
+from agent_agency.caws.minimal_diff import minimal_diff_metrics
+from agent_agency.caws.rubric import (
+    applied_weights,
+    caws_compliant,
+    overall_score,
+    passed_all_mandatory,
+    rubric_scores,
+    turn_data,
+)
+from agent_agency.config import EvaluationSettings
+from agent_agency.records import (
+    Evaluation,
+    Execution,
+    GateResult,
+    Iteration,
+    JudgeVerdict,
+    MinimalDiffMetrics,
+    Task,
+)
+from agent_agency.tasks.graders import GradeResult, grade
+
+
+class Evaluator:
+    def __init__(self, settings: EvaluationSettings, judges: Sequence[Judge] = ()) -> None:
+        validate_gate_settings(settings)
+        self.settings = settings
+        self.judges = list(judges)
+
+    async def evaluate(self, task: Task, execution: Execution, iteration: Iteration) -> Evaluation:
+        gates, feedback, code, grade_result, diff = await asyncio.to_thread(
+            self._run_gates, task, execution, iteration
+        )
+        verdicts = await self._run_judges(task, iteration, grade_result)
+        rubric, applicable = rubric_scores(
+            task, iteration, gates, code=code, minimal_diff=diff, judges=verdicts
+        )
+        weights = applied_weights(self.settings.weights, applicable)
+        overall = overall_score(rubric, weights)
+        return Evaluation(
+            task_id=task.id,
+            task_type=task.type,
+            execution_id=execution.id,
+            agent=execution.agent,
+            iteration=iteration.number,
+            gates=gates,
+            rubric=rubric,
+            weights=weights,
+            minimal_diff=diff,
+            turn_data=turn_data(iteration, rubric, overall),
+            judges=verdicts,
+            overall_score=overall,
+            passed_all_mandatory=passed_all_mandatory(gates),
+            caws_compliant=caws_compliant(gates),
+            feedback="\n".join(feedback) if feedback else None,
+        )
+
+    def _run_gates(
+        self, task: Task, execution: Execution, iteration: Iteration
+    ) -> tuple[
+        list[GateResult], list[str], str | None, GradeResult | None, MinimalDiffMetrics | None
+    ]:
+        specs = gates_for(self.settings, task)
+        code = extract_code(task, iteration.output) if is_code_task(task) else None
+        needs_grade = any(spec.name in GRADER_GATES for spec in specs)
+        grade_result = grade(task, iteration.output, iteration.tool_uses) if needs_grade else None
+        original = task.metadata.get("original_code")
+        diff = None
+        if task.type == "code-editing" and isinstance(original, str) and code is not None:
+            diff = minimal_diff_metrics(original, code)
+        gate_input = GateInput(task, execution, iteration, code, grade_result, diff)
+        results: list[GateResult] = []
+        feedback: list[str] = []
+        for spec in specs:
+            result, advice = run_gate(spec, gate_input)
+            results.append(result)
+            # The grader's feedback covers both grader gates; say it once.
+            if advice and advice not in feedback:
+                feedback.append(advice)
+        return results, feedback, code, grade_result, diff
+
+    async def _run_judges(
+        self, task: Task, iteration: Iteration, grade_result: GradeResult | None
+    ) -> list[JudgeVerdict]:
+        if not self.judges:
+            return []
+        passed = grade_result.passed if grade_result is not None else None
+        return list(
+            await asyncio.gather(
+                *(judge.judge(task, iteration.output, passed) for judge in self.judges)
+            )
+        )

@@ -1,0 +1,143 @@
+"""Model judges: any backend grading subjective criteria with a rubric prompt.
+
+The judge asks for `{"score": 0..1, "rationale": "..."}`. Models wrap JSON in fences or prose and
+sometimes score out of 10 or 100, so the reply is parsed leniently; when it still cannot be read,
+the judge asks once more with a corrective message and, failing that, records a verdict whose
+`error` says why. A judge never raises for a bad reply or a backend failure.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from agent_agency.agents.base import Backend, BackendError
+from agent_agency.records import JudgeVerdict, Message, Task
+
+JUDGE_SYSTEM_PROMPT = (
+    "You are a strict evaluator. Grade the answer against the criteria only. Reply with one "
+    'JSON object and nothing else: {"score": <number from 0 to 1>, "rationale": "<one sentence>"}'
+)
+CORRECTION = (
+    "Your reply could not be read: {problem}. Reply again with exactly one JSON object: "
+    '{{"score": <number from 0 to 1>, "rationale": "<one sentence>"}}'
+)
+AGREEMENT_THRESHOLD = 0.5
+
+
+class JudgeReplyError(ValueError):
+    """The judge's reply holds no usable score; the message says what was wrong."""
+
+
+def _json_objects(text: str) -> list[dict[str, Any]]:
+    decoder = json.JSONDecoder()
+    found: list[dict[str, Any]] = []
+    for match in re.finditer(r"\{", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+    return found
+
+
+def _scaled(raw: float) -> float:
+    """Scores out of 1, 10 or 100, brought into [0, 1]."""
+    if raw < 0:
+        raise JudgeReplyError(f"score {raw} is negative")
+    for scale in (1.0, 10.0, 100.0):
+        if raw <= scale:
+            return raw / scale
+    raise JudgeReplyError(f"score {raw} is above 100")
+
+
+def parse_verdict(text: str) -> tuple[float, str]:
+    """(score in [0, 1], rationale) from a judge reply; `JudgeReplyError` if there is none."""
+    for value in _json_objects(text):
+        if "score" not in value:
+            continue
+        raw = value["score"]
+        if isinstance(raw, str):
+            fraction = re.fullmatch(r"\s*([\d.]+)\s*/\s*([\d.]+)\s*", raw)
+            if fraction:
+                return float(fraction[1]) / float(fraction[2]), str(value.get("rationale", ""))
+            try:
+                raw = float(raw)
+            except ValueError:
+                raise JudgeReplyError(f"score {raw!r} is not a number") from None
+        if isinstance(raw, bool) or not isinstance(raw, int | float):
+            raise JudgeReplyError(f"score {raw!r} is not a number")
+        return _scaled(float(raw)), str(value.get("rationale", ""))
+    plain = re.search(r"score\W{0,3}\s*([\d.]+)(?:\s*/\s*(10|100|1))?", text, re.IGNORECASE)
+    if plain:
+        number = float(plain[1].rstrip("."))
+        if plain[2]:
+            return number / float(plain[2]), text.strip()[:300]
+        return _scaled(number), text.strip()[:300]
+    raise JudgeReplyError("no JSON object with a 'score' field found")
+
+
+class Judge:
+    """Grades an answer on `criteria` with `backend`, retrying a malformed reply `max_retries`
+    times."""
+
+    def __init__(self, name: str, backend: Backend, criteria: str, max_retries: int = 1) -> None:
+        if not name:
+            raise ValueError("name: a judge needs a non-empty name")
+        if not criteria.strip():
+            raise ValueError(f"criteria: judge {name!r} needs grading criteria")
+        if max_retries < 0:
+            raise ValueError(f"max_retries: must be >= 0, got {max_retries}")
+        self.name = name
+        self.backend = backend
+        self.criteria = criteria
+        self.max_retries = max_retries
+
+    def prompt(self, task: Task, answer: str) -> list[Message]:
+        return [
+            Message(role="system", content=JUDGE_SYSTEM_PROMPT),
+            Message(
+                role="user",
+                content=(
+                    f"Criteria:\n{self.criteria}\n\nTask:\n{task.prompt}\n\n"
+                    f"Answer to grade:\n{answer}"
+                ),
+            ),
+        ]
+
+    async def judge(
+        self, task: Task, answer: str, grader_passed: bool | None = None
+    ) -> JudgeVerdict:
+        """The verdict; `agrees_with_grader` is set when a verifiable grader also ran."""
+        messages = self.prompt(task, answer)
+        problem = ""
+        for _attempt in range(self.max_retries + 1):
+            try:
+                completion = await self.backend.complete(messages, temperature=0.0)
+            except BackendError as error:
+                return JudgeVerdict(judge=self.name, error=f"backend failed: {error}")
+            try:
+                score, rationale = parse_verdict(completion.text)
+            except JudgeReplyError as error:
+                problem = str(error)
+                messages = [
+                    *messages,
+                    Message(role="assistant", content=completion.text),
+                    Message(role="user", content=CORRECTION.format(problem=problem)),
+                ]
+                continue
+            agrees = None
+            if grader_passed is not None:
+                agrees = (score >= AGREEMENT_THRESHOLD) == grader_passed
+            return JudgeVerdict(
+                judge=self.name,
+                score=min(1.0, max(0.0, score)),
+                rationale=rationale,
+                agrees_with_grader=agrees,
+            )
+        return JudgeVerdict(
+            judge=self.name,
+            error=f"unreadable reply after {self.max_retries + 1} attempt(s): {problem}",
+        )
