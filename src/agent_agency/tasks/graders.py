@@ -186,7 +186,9 @@ def _check_text_rules(
         )
 
     if ref.formal:
-        informal = informal_words(output)
+        # A slang word inside a banned phrase is already reported once, as the phrase.
+        banned_words = {word for phrase in banned for word in _normalize_space(phrase).split()}
+        informal = [word for word in informal_words(output) if word not in banned_words]
         scores.append(1.0 if not informal else 0.0)
         if informal:
             failures.append(f"Use a formal register: avoid {_quote_all(informal)}")

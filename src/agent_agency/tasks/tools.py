@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from collections.abc import Callable
 
@@ -74,6 +75,8 @@ def _evaluate_node(node: ast.AST) -> Number:
             raise ToolError("calculator: result is too large") from None
         if isinstance(result, complex):
             raise ToolError("calculator: result is not a real number")
+        if isinstance(result, float) and not math.isfinite(result):
+            raise ToolError("calculator: result is too large")
         if isinstance(result, int) and result.bit_length() > MAX_RESULT_DIGITS * 4:
             raise ToolError(f"calculator: result has more than {MAX_RESULT_DIGITS} digits")
         return result

@@ -1,0 +1,152 @@
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from agent_agency.records import GraderSpec, Task
+from agent_agency.tasks.suites import (
+    TaskFileError,
+    builtin_suite_names,
+    load_builtin,
+    load_suite_file,
+    select_tasks,
+)
+
+GOOD = {
+    "id": "a-1",
+    "type": "arithmetic",
+    "prompt": "2 + 2?",
+    "grader": {"kind": "exact-number", "reference": {"answer": 4}},
+}
+
+EXPECTED_TYPES = {
+    "text-transformation": ("text", 40),
+    "code-generation": ("code", 164),
+    "arithmetic": ("math", 60),
+    "extraction": ("extraction", 40),
+    "classification": ("classification", 60),
+    "tool-use": ("tools", 40),
+    "code-editing": ("code", 30),
+}
+
+
+def write_lines(tmp_path: Path, *lines: str) -> Path:
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_load_valid_file_skips_blank_lines(tmp_path: Path) -> None:
+    second = dict(GOOD, id="a-2")
+    path = write_lines(tmp_path, json.dumps(GOOD), "", json.dumps(second))
+    tasks = load_suite_file(path)
+    assert [task.id for task in tasks] == ["a-1", "a-2"]
+    assert tasks[0].grader == GraderSpec(kind="exact-number", reference={"answer": 4})
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"id": "a-2", "type": ', r"tasks.jsonl:2: malformed JSON"),
+        ("[1, 2]", r"tasks.jsonl:2: expected a JSON object, got list"),
+        (
+            json.dumps({k: v for k, v in GOOD.items() if k != "prompt"}),
+            r":2: prompt: Field required",
+        ),
+        (json.dumps(dict(GOOD, id="b", complexity=3)), r":2: complexity: Input should be"),
+        (json.dumps(dict(GOOD, id="b", colour="red")), r":2: colour: unknown field"),
+        (json.dumps(dict(GOOD, id="b", split="test")), r":2: split: Input should be"),
+        (
+            json.dumps(dict(GOOD, id="b", grader={"kind": "exact-number", "reference": {}})),
+            r":2: grader.reference.answer: Field required",
+        ),
+        (
+            json.dumps(dict(GOOD, id="b", grader={"kind": "magic"})),
+            r":2: grader.kind: unknown grader kind 'magic'",
+        ),
+        (json.dumps(GOOD), r":2: id: duplicate task id 'a-1' \(first defined on line 1\)"),
+    ],
+)
+def test_load_errors_name_file_line_field(tmp_path: Path, line: str, message: str) -> None:
+    path = write_lines(tmp_path, json.dumps(GOOD), line)
+    with pytest.raises(TaskFileError, match=message) as caught:
+        load_suite_file(path)
+    assert str(caught.value).startswith(str(path))
+
+
+def test_missing_file_is_a_task_file_error(tmp_path: Path) -> None:
+    with pytest.raises(TaskFileError, match="cannot read task file"):
+        load_suite_file(tmp_path / "absent.jsonl")
+
+
+def test_builtin_suites_have_required_types_sizes_and_requirements() -> None:
+    names = builtin_suite_names()
+    assert set(names) == {
+        "arithmetic", "classification", "code-editing", "extraction", "humaneval",
+        "text-transformation", "tool-use",
+    }  # fmt: skip
+    tasks = load_builtin(split="all")
+    counts = Counter(task.type for task in tasks)
+    for task_type, (requirement, minimum) in EXPECTED_TYPES.items():
+        assert counts[task_type] >= minimum, task_type
+        typed = [task for task in tasks if task.type == task_type]
+        assert all(task.requirements == [requirement] for task in typed)
+    assert counts["code-generation"] == 164
+    assert len({task.id for task in tasks}) == len(tasks)
+    assert all(task.tools and task.tools[0].name == "calculator" for task in tasks
+               if task.type == "tool-use")  # fmt: skip
+
+
+def test_splits_are_about_three_to_one_per_suite_and_partition() -> None:
+    for name in builtin_suite_names():
+        everything = load_builtin([name], split="all")
+        train = load_builtin([name], split="train")
+        heldout = load_builtin([name], split="heldout")
+        assert {t.id for t in train} | {t.id for t in heldout} == {t.id for t in everything}
+        assert not {t.id for t in train} & {t.id for t in heldout}
+        assert abs(len(heldout) / len(everything) - 0.25) < 0.02, name
+    assert [t.id for t in load_builtin(["humaneval"], split="heldout")] == [
+        t.id for t in load_builtin(["humaneval"], split="heldout")
+    ]
+
+
+def test_load_builtin_rejects_unknown_suite_and_split() -> None:
+    with pytest.raises(ValueError, match=r"suites: unknown suite\(s\) \['nope'\]"):
+        load_builtin(["nope"])
+    with pytest.raises(ValueError, match="split: must be"):
+        load_builtin(split="test")  # type: ignore[arg-type]
+
+
+def _tasks(counts: dict[str, int]) -> list[Task]:
+    grader = GraderSpec(kind="exact-number", reference={"answer": 1})
+    return [
+        Task(id=f"{kind}-{i}", type=kind, prompt="p", grader=grader)
+        for kind, count in counts.items()
+        for i in range(count)
+    ]
+
+
+def test_select_tasks_balances_types_and_is_deterministic() -> None:
+    pool = _tasks({"a": 50, "b": 10, "c": 3})
+    picked = select_tasks(pool, 12, seed=7)
+    counts = Counter(task.type for task in picked)
+    assert counts["c"] == 3 and abs(counts["a"] - counts["b"]) <= 1
+    assert len(picked) == 12 and len({t.id for t in picked}) == 12
+    assert [t.id for t in select_tasks(pool, 12, seed=7)] == [t.id for t in picked]
+    assert [t.id for t in select_tasks(pool, 12, seed=8)] != [t.id for t in picked]
+    first_three = Counter(task.type for task in picked[:3])
+    assert first_three == {"a": 1, "b": 1, "c": 1}
+
+
+def test_select_tasks_limits() -> None:
+    pool = _tasks({"a": 2, "b": 1})
+    assert len(select_tasks(pool, 10, seed=0)) == 3
+    assert select_tasks(pool, 0, seed=0) == []
+    with pytest.raises(ValueError, match="n: must be >= 0"):
+        select_tasks(pool, -1, seed=0)
+
+
+def test_select_builtin_is_balanced() -> None:
+    picked = select_tasks(load_builtin(), 70, seed=1)
+    assert set(Counter(task.type for task in picked).values()) == {10}
