@@ -147,7 +147,7 @@ def turn_data(iteration: Iteration, rubric: RubricScores, overall: float) -> lis
                 information_gain=gain,
                 format_correctness=format_ok,
                 task_progress=progress,
-                turn_reward=round((format_ok + gain + progress) / 3, 6),
+                turn_reward=(format_ok + gain + progress) / 3,
             )
         )
     turns.append(
@@ -157,7 +157,7 @@ def turn_data(iteration: Iteration, rubric: RubricScores, overall: float) -> lis
             information_gain=0.0,
             format_correctness=rubric.format,
             task_progress=rubric.task,
-            turn_reward=round(overall, 6),
+            turn_reward=overall,
         )
     )
     return turns

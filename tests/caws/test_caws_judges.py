@@ -1,0 +1,122 @@
+"""Judges parse replies leniently, retry once, record failures, and report agreement."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from agent_agency.agents.base import Backend, BackendError
+from agent_agency.caws.evaluator import Evaluator
+from agent_agency.caws.judges import Judge, JudgeReplyError, parse_verdict
+from agent_agency.config import EvaluationSettings
+from agent_agency.records import (
+    Completion,
+    Execution,
+    GraderSpec,
+    Iteration,
+    Message,
+    Task,
+    ToolSpec,
+)
+
+
+class ReplayBackend:
+    """A test double of the Backend protocol that replies with fixed texts, in order, and
+    remembers the conversations it was sent."""
+
+    simulated = True
+
+    def __init__(self, replies: list[str | Exception]) -> None:
+        self.name = "replay"
+        self.replies = list(replies)
+        self.received: list[list[Message]] = []
+
+    async def complete(
+        self, messages: list[Message], tools: list[ToolSpec] | None = None, **params: Any
+    ) -> Completion:
+        self.received.append(list(messages))
+        reply = self.replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        return Completion(
+            text=reply, input_tokens=10, output_tokens=5, latency_ms=1.0, model="replay"
+        )
+
+
+TASK = Task(
+    id="t",
+    type="text-transformation",
+    prompt="Rewrite formally: hey team, the meeting moved.",
+    grader=GraderSpec(
+        kind="text-rules",
+        reference={"banned_phrases": ["hey team"], "required_keywords": ["meeting"]},
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("reply", "score"),
+    [
+        ('{"score": 0.8, "rationale": "formal"}', 0.8),
+        ('```json\n{"score": 0.25, "rationale": "meh"}\n```', 0.25),
+        ('Here is my grade: {"rationale": "good", "score": 7} — thanks', 0.7),
+        ('{"score": "9/10", "rationale": "x"}', 0.9),
+        ('{"score": 85, "rationale": "x"}', 0.85),
+        ("Score: 4/10 because it is informal", 0.4),
+    ],
+)
+def test_parse_verdict_is_lenient(reply: str, score: float) -> None:
+    assert parse_verdict(reply)[0] == pytest.approx(score)
+
+
+@pytest.mark.parametrize(
+    "reply", ["I like it", '{"rationale": "no score"}', '{"score": "high"}', '{"score": 250}']
+)
+def test_parse_verdict_rejects_unreadable_replies(reply: str) -> None:
+    with pytest.raises(JudgeReplyError):
+        parse_verdict(reply)
+
+
+def test_malformed_then_good_reply_is_retried_with_a_correction() -> None:
+    backend = ReplayBackend(["it is fine I guess", '{"score": 0.9, "rationale": "formal"}'])
+    verdict = asyncio.run(Judge("formality", backend, "Is it formal?").judge(TASK, "Dear all"))
+    assert verdict.score == pytest.approx(0.9) and verdict.error is None
+    assert len(backend.received) == 2
+    correction = backend.received[1][-1]
+    assert correction.role == "user" and "could not be read" in correction.content
+
+
+def test_twice_malformed_reply_is_recorded_as_an_error() -> None:
+    backend = ReplayBackend(["nope", "still nope"])
+    verdict = asyncio.run(Judge("formality", backend, "Is it formal?").judge(TASK, "Dear all"))
+    assert verdict.score is None
+    assert verdict.error is not None and "2 attempt(s)" in verdict.error
+
+
+def test_backend_failure_is_recorded_not_raised() -> None:
+    backend = ReplayBackend([BackendError("connection refused")])
+    verdict = asyncio.run(Judge("formality", backend, "Is it formal?").judge(TASK, "x"))
+    assert verdict.error is not None and "connection refused" in verdict.error
+
+
+def test_judge_rejects_bad_construction() -> None:
+    with pytest.raises(ValueError, match="criteria"):
+        Judge("j", ReplayBackend([]), "  ")
+
+
+def test_evaluator_records_judges_and_agreement_with_the_grader() -> None:
+    agreeing = ReplayBackend(['{"score": 0.2, "rationale": "still says hey team"}'])
+    disagreeing = ReplayBackend(['{"score": 0.9, "rationale": "looks fine"}'])
+    assert isinstance(agreeing, Backend)
+    judges = [Judge("strict", agreeing, "formal?"), Judge("lenient", disagreeing, "formal?")]
+    iteration = Iteration(number=1, output="Hey team, the meeting moved.")
+    execution = Execution(task_id="t", task_type=TASK.type, agent="a", iterations=[iteration])
+    evaluation = asyncio.run(
+        Evaluator(EvaluationSettings(), judges).evaluate(TASK, execution, iteration)
+    )
+    by_name = {verdict.judge: verdict for verdict in evaluation.judges}
+    assert by_name["strict"].agrees_with_grader is True
+    assert by_name["lenient"].agrees_with_grader is False
+    assert not evaluation.passed_all_mandatory
