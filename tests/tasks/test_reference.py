@@ -66,10 +66,7 @@ def test_tool_calls_only_for_tool_tasks() -> None:
     calls = reference_tool_calls(tool_task)
     assert [call.name for call in calls] == ["calculator"]
     assert run_tool(calls[0]) == str(tool_task.grader.reference["answer"])
-    assert (
-        reference_tool_calls(NON_CODE[0] if NON_CODE[0].type != "tool-use" else CODE_EDITING[0])
-        == []
-    )
+    assert reference_tool_calls(CODE_EDITING[0]) == []
 
 
 def test_wrong_answer_is_deterministic_per_seed() -> None:
