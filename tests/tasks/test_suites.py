@@ -10,6 +10,7 @@ from agent_agency.tasks.suites import (
     builtin_suite_names,
     load_builtin,
     load_suite_file,
+    parse_task_line,
     select_tasks,
 )
 
@@ -150,3 +151,9 @@ def test_select_tasks_limits() -> None:
 def test_select_builtin_is_balanced() -> None:
     picked = select_tasks(load_builtin(), 70, seed=1)
     assert set(Counter(task.type for task in picked).values()) == {10}
+
+
+def test_readme_example_line_is_a_valid_task() -> None:
+    readme = (Path(__file__).parents[2] / "src/agent_agency/tasks/README.md").read_text()
+    line = next(text for text in readme.splitlines() if text.startswith('{"id"'))
+    assert parse_task_line(line, source="README.md", line=1).id == "arithmetic-001"
