@@ -1,0 +1,53 @@
+"""`agency audit …`: check the hash-chained audit trail."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from sqlalchemy import inspect
+
+from agent_agency.caws.audit import AuditLog
+from agent_agency.config import load_config
+from agent_agency.pool.engine import make_engine
+
+audit_app = typer.Typer()
+console = Console()
+
+
+@audit_app.callback()
+def audit() -> None:
+    """Audit trail of routing decisions, evaluations and deployments."""
+
+
+@audit_app.command("verify")
+def verify(
+    db: Annotated[
+        str | None, typer.Option("--db", help="database URL (default: storage.url from config)")
+    ] = None,
+) -> None:
+    """Check the whole chain; exit 1 naming the first entry that was edited, deleted or moved."""
+    url = db or load_config().storage.url
+    engine = make_engine(url)
+    try:
+        if not inspect(engine).has_table("audit_log"):
+            console.print(f"[red]No audit_log table in {url}: run the pool migrations first.[/red]")
+            raise typer.Exit(2)
+        started = time.perf_counter()
+        with console.status("Verifying the audit chain…"):
+            report = AuditLog(engine).verify()
+        seconds = time.perf_counter() - started
+    finally:
+        engine.dispose()
+    if not report.ok:
+        console.print(
+            f"[bold red]Audit chain broken at entry {report.first_bad_seq}[/bold red]: "
+            f"{report.problem} ({report.entries} entries read)"
+        )
+        raise typer.Exit(1)
+    console.print(
+        f"[green]Audit chain intact:[/green] {report.entries} entries verified in "
+        f"{seconds:.2f} s; head hash {report.head_hash}"
+    )

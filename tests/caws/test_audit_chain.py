@@ -1,0 +1,157 @@
+"""The audit chain detects edits, deletions, insertions and reordering made directly in the DB."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, text
+from typer.testing import CliRunner
+
+from agent_agency.caws.audit import GENESIS_HASH, AuditLog, canonical_json
+from agent_agency.caws.cli import audit_app
+from agent_agency.pool.engine import make_engine
+from agent_agency.pool.migrate import migrate
+
+
+@pytest.fixture()
+def db_url(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'audit.db'}"
+    migrate(url)
+    return url
+
+
+@pytest.fixture()
+def engine(db_url: str) -> Iterator[Engine]:
+    engine = make_engine(db_url)
+    yield engine
+    engine.dispose()
+
+
+def filled(engine: Engine, entries: int = 6) -> AuditLog:
+    log = AuditLog(engine)
+    log.append("routing", "decision-1", {"selected_agent": "direct", "confidence": 0.7})
+    log.append_many(
+        ("evaluation", f"evaluation-{i}", {"overall_score": i / 10, "gates": ["tests-pass"]})
+        for i in range(2, entries + 1)
+    )
+    return log
+
+
+def sql(engine: Engine, statement: str) -> None:
+    with engine.begin() as connection:
+        connection.execute(text(statement))
+
+
+def test_appended_entries_form_a_chain_that_verifies(engine: Engine) -> None:
+    log = AuditLog(engine)
+    first = log.append("routing", "d-1", {"b": 1, "a": [1, 2]})
+    second, third = log.append_many(
+        [("evaluation", "e-1", {"score": 0.5}), ("deployment", "dep-1", {"agent": "x@2"})]
+    )
+    assert (first.seq, second.seq, third.seq) == (1, 2, 3)
+    assert first.prev_hash == GENESIS_HASH
+    assert second.prev_hash == first.entry_hash and third.prev_hash == second.entry_hash
+    assert first.payload == canonical_json({"a": [1, 2], "b": 1}) == '{"a":[1,2],"b":1}'
+    report = log.verify()
+    assert report.ok and report.entries == 3 and report.first_bad_seq is None
+    assert report.head_hash == third.entry_hash
+
+
+def test_empty_log_verifies(engine: Engine) -> None:
+    report = AuditLog(engine).verify()
+    assert report.ok and report.entries == 0 and report.head_hash == GENESIS_HASH
+
+
+def test_bad_input_is_rejected_naming_the_field(engine: Engine) -> None:
+    log = AuditLog(engine)
+    with pytest.raises(ValueError, match="kind"):
+        log.append("gossip", "x", {})
+    with pytest.raises(ValueError, match="record_id"):
+        log.append("routing", "", {})
+
+
+def test_edited_payload_is_named(engine: Engine) -> None:
+    log = filled(engine)
+    sql(engine, "UPDATE audit_log SET payload = '{\"overall_score\": 1.0}' WHERE seq = 4")
+    report = log.verify()
+    assert not report.ok and report.first_bad_seq == 4
+    assert "edited" in report.problem
+
+
+def test_edited_and_rehashed_entry_breaks_the_next_link(engine: Engine) -> None:
+    log = filled(engine)
+    # An attacker who also recomputes the entry's own hash still breaks its successor's link.
+    sql(engine, "UPDATE audit_log SET entry_hash = '" + "f" * 64 + "' WHERE seq = 3")
+    report = log.verify()
+    assert not report.ok and report.first_bad_seq == 3
+
+
+def test_deleted_entry_is_named(engine: Engine) -> None:
+    log = filled(engine)
+    sql(engine, "DELETE FROM audit_log WHERE seq = 3")
+    report = log.verify()
+    assert not report.ok and report.first_bad_seq == 3
+    assert "deleted" in report.problem
+
+
+def test_deleted_first_entry_is_named(engine: Engine) -> None:
+    log = filled(engine)
+    sql(engine, "DELETE FROM audit_log WHERE seq = 1")
+    report = log.verify()
+    assert not report.ok and report.first_bad_seq == 1
+
+
+def test_deleted_and_renumbered_entries_are_caught(engine: Engine) -> None:
+    log = filled(engine)
+    sql(engine, "DELETE FROM audit_log WHERE seq = 3")
+    sql(engine, "UPDATE audit_log SET seq = seq - 1 WHERE seq > 3")
+    report = log.verify()
+    assert not report.ok and report.first_bad_seq == 3
+
+
+def test_swapped_payloads_are_caught(engine: Engine) -> None:
+    log = filled(engine)
+    sql(
+        engine,
+        "UPDATE audit_log SET payload = CASE seq "
+        "WHEN 2 THEN (SELECT payload FROM audit_log WHERE seq = 5) "
+        "WHEN 5 THEN (SELECT payload FROM audit_log WHERE seq = 2) END WHERE seq IN (2, 5)",
+    )
+    report = log.verify()
+    assert not report.ok and report.first_bad_seq == 2
+
+
+def test_reordered_entries_are_caught(engine: Engine) -> None:
+    log = filled(engine)
+    sql(engine, "UPDATE audit_log SET seq = 100 WHERE seq = 2")
+    sql(engine, "UPDATE audit_log SET seq = 2 WHERE seq = 3")
+    sql(engine, "UPDATE audit_log SET seq = 3 WHERE seq = 100")
+    report = log.verify()
+    assert not report.ok and report.first_bad_seq == 2
+
+
+def test_appending_after_verification_continues_the_chain(engine: Engine) -> None:
+    log = filled(engine)
+    assert log.verify().ok
+    AuditLog(engine).append("deployment", "dep-9", {"promoted": "b@2"})
+    report = log.verify()
+    assert report.ok and report.entries == 7
+
+
+def test_cli_verify_reports_intact_and_broken_chains(db_url: str, engine: Engine) -> None:
+    filled(engine)
+    runner = CliRunner()
+    ok = runner.invoke(audit_app, ["verify", "--db", db_url])
+    assert ok.exit_code == 0, ok.output
+    assert "intact" in ok.output and "6 entries" in ok.output
+    sql(engine, "DELETE FROM audit_log WHERE seq = 2")
+    broken = runner.invoke(audit_app, ["verify", "--db", db_url])
+    assert broken.exit_code == 1
+    assert "broken at entry 2" in broken.output
+
+
+def test_cli_verify_without_the_table(tmp_path: Path) -> None:
+    result = CliRunner().invoke(audit_app, ["verify", "--db", f"sqlite:///{tmp_path / 'empty.db'}"])
+    assert result.exit_code == 2 and "audit_log" in result.output
