@@ -101,7 +101,7 @@ def test_malformed_task_file_names_file_and_line(workdir: Path) -> None:
     result = runner.invoke(app, ["run", "--suite", str(suite)])
     assert result.exit_code == 2
     assert "bad.jsonl" in result.output
-    assert "line 2" in result.output
+    assert "bad.jsonl:2: type" in result.output
 
 
 def test_bad_config_names_file_and_field(workdir: Path) -> None:

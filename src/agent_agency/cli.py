@@ -32,7 +32,13 @@ app.add_typer(pool_app, name="pool", no_args_is_help=True)
 app.add_typer(routing_app, name="routing", no_args_is_help=True)
 
 console = Console()
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)
+
+
+def fail(message: object) -> typer.Exit:
+    """Print an error without line wrapping (paths stay whole) and return the exit to raise."""
+    err_console.print(f"[red]error:[/red] {message}", highlight=False)
+    return typer.Exit(2)
 
 ConfigOption = Annotated[
     Path | None,
@@ -49,8 +55,7 @@ def _load(config_path: Path | None) -> AgencyConfig:
     try:
         return load_config(config_path)
     except ConfigError as error:
-        err_console.print(f"[red]error:[/red] {error}")
-        raise typer.Exit(2) from None
+        raise fail(error) from None
 
 
 def _with_db(config: AgencyConfig, db: str | None) -> AgencyConfig:
@@ -70,7 +75,7 @@ def _db_url(db: str) -> str:
 def config_show(config: ConfigOption = None) -> None:
     """Print the effective configuration (defaults filled in) as YAML."""
     effective = _load(config)
-    console.print(yaml.safe_dump(effective.model_dump(mode="json"), sort_keys=False), end="")
+    typer.echo(yaml.safe_dump(effective.model_dump(mode="json"), sort_keys=False), nl=False)
 
 
 @app.command()
@@ -111,14 +116,12 @@ def run(
     try:
         settings = parse_config(data, source="command line")
     except ConfigError as error:
-        err_console.print(f"[red]error:[/red] {error}")
-        raise typer.Exit(2) from None
+        raise fail(error) from None
     request = RunRequest(config=settings, suite_files=list(suite or []))
     try:
         prepared = request.prepare()
     except (ValueError, OSError) as error:
-        err_console.print(f"[red]error:[/red] {error}")
-        raise typer.Exit(2) from None
+        raise fail(error) from None
 
     console.print(
         f"Running [bold]{len(prepared.tasks)}[/bold] tasks on agents "

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from agent_agency.agents.base import Backend, BackendError
 from agent_agency.agents.prompting import build_messages
-from agent_agency.arbiter.router import Router
+from agent_agency.arbiter.router import NoAgentAvailable, Router
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.config import AgencyConfig
 from agent_agency.pool.assemble import build_data_point
@@ -51,6 +51,7 @@ class TaskOutcome:
     executions: list[Execution] = field(default_factory=list)
     evaluations: list[Evaluation] = field(default_factory=list)
     data_point: DataPoint | None = None
+    error: str | None = None
 
     @property
     def execution(self) -> Execution:
@@ -110,10 +111,13 @@ class Arbiter:
     async def _route_and_run(self, task: Task, outcome: TaskOutcome) -> None:
         tried: list[str] = []
         while True:
-            fallback_of = tried[-1] if tried else None
-            decision = self.router.decide(task, self.in_flight, exclude=tried)
-            if fallback_of is not None:
-                decision = decision.model_copy(update={"fallback_of": fallback_of})
+            try:
+                decision = self.router.decide(
+                    task, self.in_flight, exclude=tried, fallback_of=tried[-1] if tried else None
+                )
+            except NoAgentAvailable as error:
+                outcome.error = str(error)
+                return
             outcome.decisions.append(decision)
             agent = decision.selected_agent
             execution = Execution(
@@ -132,7 +136,7 @@ class Arbiter:
                 self.router.report_call(agent, ok=False)
                 self.router.update(agent, task, success=False, quality=0.0)
                 tried.append(agent)
-                if self.config.routing.fallback and len(tried) < len(self.agents):
+                if self.config.routing.fallback:
                     continue
                 return
             self.router.report_call(agent, ok=True)
@@ -225,6 +229,7 @@ class Arbiter:
     # -- recording -----------------------------------------------------------------------------
 
     def _fail_last(self, outcome: TaskOutcome, reason: str) -> None:
+        outcome.error = reason
         if outcome.executions:
             execution = outcome.execution
             execution.success = False
