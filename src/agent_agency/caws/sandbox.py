@@ -264,7 +264,10 @@ def run_python(
     if memory_mb < 64:
         raise ValueError(f"memory_mb: must be >= 64 (the interpreter needs it), got {memory_mb}")
     extra = {_validated_relative(name): content for name, content in (files or {}).items()}
-    uid = _next_uid()
+    # Without root there is no uid to drop to: the code runs as the caller, and the bootstrap
+    # records which isolation steps the kernel refused.
+    privileged = os.geteuid() == 0
+    uid = _next_uid() if privileged else os.getuid()
     base = Path(tempfile.mkdtemp(prefix="agency-sandbox-"))
     try:
         base.chmod(0o711)
@@ -275,7 +278,7 @@ def run_python(
             target = work / relative
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(content, encoding="utf-8")
-        for directory, _, names in os.walk(work):
+        for directory, _, names in os.walk(work) if privileged else ():
             os.chown(directory, uid, uid)
             for name in names:
                 os.chown(os.path.join(directory, name), uid, uid)
@@ -322,7 +325,8 @@ def run_python(
                 process.wait()
                 exit_code = None
         duration_ms = (time.perf_counter() - started) * 1000
-        _kill_uid(uid)
+        if privileged:
+            _kill_uid(uid)
         notes, stderr, reached_code = _split_status(_read_capped(err_path))
         stdout = _read_capped(out_path)
     finally:
