@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import shutil
 import signal
@@ -285,7 +286,9 @@ def run_python(
         config = {
             "work": str(work),
             "uid": uid,
-            "cpu_s": max(1, int(timeout_s + 0.999)),
+            # One second above the wall-clock limit, so a single-threaded spin is reported as a
+            # timeout; the CPU limit catches threads burning several cores at once.
+            "cpu_s": math.ceil(timeout_s) + 1,
             "memory_bytes": memory_mb * 1024 * 1024,
             "fsize_bytes": FILE_SIZE_LIMIT_BYTES,
             "nofile": MAX_OPEN_FILES,
