@@ -68,6 +68,10 @@ def test_run_then_stats_read_the_same_database(workdir: Path) -> None:
     assert table.exit_code == 0
     assert "sim-" in table.output
 
+    audit = runner.invoke(app, ["audit", "verify"])
+    assert audit.exit_code == 0, audit.output
+    assert "intact" in audit.output.lower() or "ok" in audit.output.lower()
+
 
 def test_run_with_a_user_suite(workdir: Path) -> None:
     suite = workdir / "mine.jsonl"
@@ -132,3 +136,21 @@ def test_parse_since_accepts_durations_and_dates() -> None:
 
     with pytest.raises(typer.BadParameter, match="--since|neither"):
         parse_since("last tuesday")
+
+
+def test_every_command_group_reads_a_plain_db_path(workdir: Path) -> None:
+    assert runner.invoke(app, ["run", "--tasks", "3", "--db", "plain.db"]).exit_code == 0
+    for command in (["stats"], ["audit", "verify"], ["pool", "stats"]):
+        result = runner.invoke(app, [*command, "--db", "plain.db"])
+        assert result.exit_code == 0, (command, result.output)
+    evaluated = runner.invoke(app, ["routing", "evaluate", "--policy", "ucb1", "--db", "plain.db"])
+    assert evaluated.exit_code == 0, evaluated.output
+    assert "IPS" in evaluated.output
+
+
+def test_bad_db_url_in_config_is_a_clear_error(workdir: Path) -> None:
+    (workdir / "agency.yaml").write_text("storage:\n  url: nonsense\n")
+    for command in (["stats"], ["audit", "verify"], ["pool", "stats"]):
+        result = runner.invoke(app, command)
+        assert result.exit_code == 2, (command, result.output)
+        assert "storage.url" in result.output

@@ -122,3 +122,8 @@ def test_unknown_agent_in_run_names_field_and_known_agents(tmp_path: Path) -> No
 def test_team_selects_named_agents() -> None:
     config = parse_config({"run": {"agents": ["toolsmith", "direct@1"]}})
     assert [spec.key for spec in config.team()] == ["toolsmith@1", "direct@1"]
+
+
+def test_storage_url_must_parse() -> None:
+    with pytest.raises(ConfigError, match=r"storage\.url: .*'nonsense' is not a database URL"):
+        parse_config({"storage": {"url": "nonsense"}})

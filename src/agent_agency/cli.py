@@ -11,12 +11,20 @@ from typing import Annotated, Any
 
 import typer
 import yaml
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from agent_agency.arbiter.routing_cli import routing_app
-from agent_agency.config import AgencyConfig, ConfigError, load_config, parse_config
+from agent_agency.caws.cli import audit_app
+from agent_agency.cli_options import (
+    ConfigOption,
+    DbOption,
+    console,
+    err_console,
+    fail,
+    load_settings,
+)
+from agent_agency.config import ConfigError, parse_config
 from agent_agency.pool.cli import pool_app
 from agent_agency.records import utcnow
 
@@ -30,51 +38,13 @@ config_app = typer.Typer(help="Inspect the configuration (agency.yaml).", no_arg
 app.add_typer(config_app, name="config")
 app.add_typer(pool_app, name="pool", no_args_is_help=True)
 app.add_typer(routing_app, name="routing", no_args_is_help=True)
-
-console = Console()
-err_console = Console(stderr=True, soft_wrap=True)
-
-
-def fail(message: object) -> typer.Exit:
-    """Print an error without line wrapping (paths stay whole) and return the exit to raise."""
-    err_console.print(f"[red]error:[/red] {message}", highlight=False)
-    return typer.Exit(2)
-
-ConfigOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--config", "-c", help="agency.yaml to read (default: ./agency.yaml or $AGENCY_CONFIG)"
-    ),
-]
-DbOption = Annotated[
-    str | None, typer.Option("--db", help="database URL (default: storage.url from config)")
-]
-
-
-def _load(config_path: Path | None) -> AgencyConfig:
-    try:
-        return load_config(config_path)
-    except ConfigError as error:
-        raise fail(error) from None
-
-
-def _with_db(config: AgencyConfig, db: str | None) -> AgencyConfig:
-    if db is None:
-        return config
-    return config.model_copy(
-        update={"storage": config.storage.model_copy(update={"url": _db_url(db)})}
-    )
-
-
-def _db_url(db: str) -> str:
-    """Accept a plain file path as shorthand for a SQLite URL."""
-    return db if "://" in db else f"sqlite:///{db}"
+app.add_typer(audit_app, name="audit", no_args_is_help=True)
 
 
 @config_app.command("show")
 def config_show(config: ConfigOption = None) -> None:
     """Print the effective configuration (defaults filled in) as YAML."""
-    effective = _load(config)
+    effective = load_settings(config)
     typer.echo(yaml.safe_dump(effective.model_dump(mode="json"), sort_keys=False), nl=False)
 
 
@@ -102,7 +72,7 @@ def run(
     """Send a batch of tasks through the arbiter and record every decision, execution and grade."""
     from agent_agency.runner import RunRequest, execute_run
 
-    data = _with_db(_load(config), db).model_dump()
+    data = load_settings(config, db).model_dump()
     overrides: dict[str, Any] = {
         "tasks": tasks,
         "split": split,
@@ -190,7 +160,7 @@ def stats(
     """Print success rate, quality, latency and tokens per agent × task type from the database."""
     from agent_agency.pool.store import Store
 
-    settings = _with_db(_load(config), db)
+    settings = load_settings(config, db)
     store = Store.open(settings.storage.url)
     try:
         rows = store.agent_task_summary(since=parse_since(since))

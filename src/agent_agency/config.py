@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from agent_agency.records import AgentSpec, Message, RoutingStrategy
 
@@ -160,6 +162,19 @@ class EvaluationSettings(Section):
 
 class StorageSettings(Section):
     url: str = "sqlite:///agency.db"
+
+    @field_validator("url")
+    @classmethod
+    def _url_parses(cls, url: str) -> str:
+        try:
+            make_url(url)
+        except ArgumentError:
+            raise ValueError(
+                f"{url!r} is not a database URL "
+                "(expected e.g. sqlite:///agency.db or postgresql+psycopg://user@host/db)"
+            ) from None
+        return url
+
     batch_size: int = Field(default=256, gt=0)
     flush_interval_s: float = Field(default=0.5, gt=0)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from agent_agency.agents.registry import build_backend
 from agent_agency.arbiter.arbiter import Arbiter
 from agent_agency.arbiter.router import Router
+from agent_agency.caws.audit import AuditLog
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.config import AgencyConfig
 from agent_agency.pool.store import AgentTaskSummary, Store
@@ -90,6 +91,7 @@ async def execute_run(
             store,
             batch_size=config.storage.batch_size,
             flush_interval_s=config.storage.flush_interval_s,
+            audit=AuditLog(store.engine),
         )
         with tracker:
             arbiter = build_arbiter(config, prepared.tasks, store, tracker)

@@ -1,5 +1,6 @@
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select, text
@@ -85,3 +86,48 @@ def test_unwritable_store_spills_records_to_a_file(store: Store, tmp_path: Path)
 def test_rejects_bad_settings(store: Store) -> None:
     with pytest.raises(ValueError, match="batch_size must be > 0"):
         Tracker(store, batch_size=0)
+
+
+class FlakyIngest:
+    """The real store, except that the first `ingest` call fails (a crash after the audit)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.failures_left = 1
+
+    def write_records(self, **records: Any) -> None:
+        self.store.write_records(**records)
+
+    def ingest(self, points: Any) -> Any:
+        if self.failures_left:
+            self.failures_left -= 1
+            raise RuntimeError("disk full")
+        return self.store.ingest(points)
+
+
+def test_decisions_and_evaluations_enter_the_audit_chain_once(store: Store, tmp_path: Path) -> None:
+    from agent_agency.caws.audit import AuditLog
+    from agent_agency.pool.assemble import build_data_point
+    from agent_agency.records import Evaluation, GraderSpec, Task
+
+    task = Task(id="t1", type="arithmetic", prompt="1+1?", grader=GraderSpec(kind="exact-number"))
+    made = execution(1)
+    evaluation = Evaluation(
+        task_id="t1",
+        task_type="arithmetic",
+        execution_id=made.id,
+        agent="direct@1",
+        overall_score=0.0,
+        passed_all_mandatory=False,
+        caws_compliant=False,
+    )
+    audit = AuditLog(store.engine)
+    tracker = Tracker(FlakyIngest(store), spill_dir=tmp_path, audit=audit, flush_interval_s=0.05)
+    for record in (decision(1), made, evaluation, build_data_point(task, None, made, evaluation)):
+        tracker.record(record)
+    tracker.close()
+    report = audit.verify()
+    assert report.ok
+    assert report.entries == 2  # one decision, one evaluation: the retry did not append again
+    assert tracker.ingest_reports and tracker.ingest_reports[0].accepted == 1
+    assert not tracker.spilled

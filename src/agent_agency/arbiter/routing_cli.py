@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from agent_agency.arbiter.ope import Estimate, LoggedOutcome, evaluate_policy, replay_policy
-from agent_agency.config import load_config
+from agent_agency.cli_options import ConfigOption, DbOption, load_settings
 from agent_agency.pool.engine import make_engine
 from agent_agency.pool.schema import evaluations, executions, routing_decisions
 from agent_agency.records import RoutingDecision, RoutingStrategy
@@ -83,14 +83,12 @@ def evaluate(
     policy: Annotated[
         RoutingStrategy, typer.Option("--policy", help="routing strategy to evaluate")
     ],
-    db: Annotated[
-        str | None, typer.Option("--db", help="pool database URL (default: storage.url)")
-    ] = None,
-    config: Annotated[str | None, typer.Option("--config", help="agency.yaml to use")] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Estimate how POLICY would have done on the logged decisions (IPS, SNIPS, DR, 95% CI)."""
-    settings = load_config(config)
-    url = db or settings.storage.url
+    settings = load_settings(config, db)
+    url = settings.storage.url
     logs, unfinished = read_logged_outcomes(make_engine(url))
     console = Console()
     if not logs:

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated
 
 import typer
-from rich.console import Console
 from sqlalchemy import inspect
 
 from agent_agency.caws.audit import AuditLog
-from agent_agency.config import load_config
+from agent_agency.cli_options import ConfigOption, DbOption, console, load_settings
 from agent_agency.pool.engine import make_engine
 
 audit_app = typer.Typer()
-console = Console()
 
 
 @audit_app.callback()
@@ -23,13 +20,9 @@ def audit() -> None:
 
 
 @audit_app.command("verify")
-def verify(
-    db: Annotated[
-        str | None, typer.Option("--db", help="database URL (default: storage.url from config)")
-    ] = None,
-) -> None:
+def verify(db: DbOption = None, config: ConfigOption = None) -> None:
     """Check the whole chain; exit 1 naming the first entry that was edited, deleted or moved."""
-    url = db or load_config().storage.url
+    url = load_settings(config, db).storage.url
     engine = make_engine(url)
     try:
         if not inspect(engine).has_table("audit_log"):

@@ -13,7 +13,7 @@ from rich.progress import Progress
 from rich.table import Table
 from sqlalchemy import select
 
-from agent_agency.config import load_config
+from agent_agency.cli_options import ConfigOption, DbOption, load_settings
 from agent_agency.pool import schema
 from agent_agency.pool.queries import AggregateBy, collection_metrics, get_system_statistics
 from agent_agency.pool.store import Store
@@ -22,20 +22,18 @@ from agent_agency.pool.tiers import compact as compact_tiers
 pool_app = typer.Typer(help="The benchmark data pool: statistics, quarantine, tiers, ingest.")
 console = Console()
 
-DbOption = Annotated[
-    str | None, typer.Option("--db", help="database URL (default: storage.url from config)")
-]
 DaysOption = Annotated[int | None, typer.Option("--days", help="only the last N days", min=1)]
 
 
-def _open(db: str | None) -> Store:
-    config = load_config()
-    return Store.open(db or config.storage.url, config.pool)
+def _open(config: Path | None, db: str | None) -> Store:
+    settings = load_settings(config, db)
+    return Store.open(settings.storage.url, settings.pool)
 
 
 @pool_app.command()
 def stats(
     db: DbOption = None,
+    config: ConfigOption = None,
     days: DaysOption = None,
     by: Annotated[str, typer.Option(help="agent, task_type, complexity or day")] = "task_type",
 ) -> None:
@@ -43,7 +41,7 @@ def stats(
     if by not in ("agent", "task_type", "complexity", "day"):
         raise typer.BadParameter(f"--by: {by!r} is not one of agent, task_type, complexity, day")
     window = timedelta(days=days) if days else None
-    with _open(db) as store:
+    with _open(config, db) as store:
         metrics = collection_metrics(store, window)
         groups = get_system_statistics(store, cast(AggregateBy, by), window)
     summary = Table(title="Collection metrics")
@@ -83,11 +81,12 @@ def stats(
 @pool_app.command()
 def quarantine(
     db: DbOption = None,
+    config: ConfigOption = None,
     limit: Annotated[int, typer.Option(min=1, help="newest N entries")] = 50,
 ) -> None:
     """Rejected data points with every reason they were rejected."""
     table_def = schema.quarantine
-    with _open(db) as store, store.engine.connect() as connection:
+    with _open(config, db) as store, store.engine.connect() as connection:
         rows = connection.execute(
             select(table_def.c.point_id, table_def.c.received_at, table_def.c.reasons)
             .order_by(table_def.c.received_at.desc())
@@ -103,9 +102,9 @@ def quarantine(
 
 
 @pool_app.command()
-def compact(db: DbOption = None) -> None:
+def compact(db: DbOption = None, config: ConfigOption = None) -> None:
     """Move data between tiers (hot → warm → cold aggregates → deleted); safe to re-run."""
-    with _open(db) as store, Progress(console=console) as progress:
+    with _open(config, db) as store, Progress(console=console) as progress:
         task = progress.add_task("compacting days into the cold tier", total=None)
 
         def on_day(done: int, total: int) -> None:
@@ -119,6 +118,7 @@ def compact(db: DbOption = None) -> None:
 def ingest(
     path: Annotated[Path, typer.Argument(help="JSON Lines file, one data point per line")],
     db: DbOption = None,
+    config: ConfigOption = None,
     batch: Annotated[int, typer.Option(min=1)] = 1000,
 ) -> None:
     """Validate, anonymize and store data points; rejected ones go to quarantine."""
@@ -134,7 +134,7 @@ def ingest(
             except json.JSONDecodeError as error:
                 points.append({"__invalid_json__": f"line {number}: {error}"})
     totals = {"accepted": 0, "duplicates": 0, "quarantined": 0}
-    with _open(db) as store:
+    with _open(config, db) as store:
         for start in range(0, len(points), batch):
             report = store.ingest(points[start : start + batch])
             totals["accepted"] += report.accepted

@@ -2,7 +2,8 @@
 
 The arbiter calls `record_*` on its hot path; those only enqueue. A daemon thread drains the queue
 into the pool in batches (one transaction per batch) every `flush_interval_s` or `batch_size`
-records. `flush()` blocks until everything recorded before it is written; `close()` flushes and
+records, appending routing decisions and evaluations to the audit trail when one is given.
+`flush()` blocks until everything recorded before it is written; `close()` flushes and
 stops the thread. A batch the store refuses is retried; if it still fails it is spilled to a JSONL
 file beside the working directory so that nothing recorded is ever lost.
 """
@@ -14,7 +15,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,6 +23,12 @@ from typing import Any, Protocol
 from agent_agency.records import DataPoint, Evaluation, Execution, Record, RoutingDecision, Span
 
 log = logging.getLogger(__name__)
+
+
+class AuditSink(Protocol):
+    """The hash-chained audit trail; `agent_agency.caws.audit.AuditLog` satisfies it."""
+
+    def append_many(self, items: Iterable[tuple[str, str, Mapping[str, Any]]]) -> Any: ...
 
 
 class RecordSink(Protocol):
@@ -46,6 +53,7 @@ class _Batch:
     evaluations: list[Evaluation] = field(default_factory=list)
     spans: list[Span] = field(default_factory=list)
     points: list[DataPoint] = field(default_factory=list)
+    stages_done: set[str] = field(default_factory=set)
 
     def add(self, record: Record) -> None:
         match record:
@@ -74,6 +82,17 @@ class _Batch:
     def records(self) -> list[Record]:
         return [*self.decisions, *self.executions, *self.evaluations, *self.spans, *self.points]
 
+    def audit_items(self) -> list[tuple[str, str, Mapping[str, Any]]]:
+        items: list[tuple[str, str, Mapping[str, Any]]] = [
+            ("routing", decision.id, decision.model_dump(mode="json"))
+            for decision in self.decisions
+        ]
+        items.extend(
+            ("evaluation", evaluation.id, evaluation.model_dump(mode="json"))
+            for evaluation in self.evaluations
+        )
+        return items
+
 
 class _FlushMarker:
     def __init__(self) -> None:
@@ -94,12 +113,14 @@ class Tracker:
         flush_interval_s: float = 0.5,
         retries: int = 3,
         spill_dir: Path | str = ".",
+        audit: AuditSink | None = None,
     ) -> None:
         if batch_size <= 0:
             raise ValueError(f"batch_size must be > 0, got {batch_size}")
         if flush_interval_s <= 0:
             raise ValueError(f"flush_interval_s must be > 0, got {flush_interval_s}")
         self._sink = sink
+        self._audit = audit
         self._batch_size = batch_size
         self._interval = flush_interval_s
         self._retries = retries
@@ -171,24 +192,43 @@ class Tracker:
                 return
 
     def _write(self, batch: _Batch) -> None:
+        """Write, audit, then ingest; a retry skips the stages already done, so a failure in a
+        later stage never writes an audit entry twice."""
         if not batch:
             return
+        stages: list[tuple[str, Callable[[], None]]] = [
+            ("records", lambda: self._write_records(batch)),
+            ("audit", lambda: self._append_audit(batch)),
+            ("points", lambda: self._ingest(batch)),
+        ]
         for attempt in range(1, self._retries + 1):
             try:
-                self._sink.write_records(
-                    decisions=batch.decisions,
-                    executions=batch.executions,
-                    evaluations=batch.evaluations,
-                    spans=batch.spans,
-                )
-                if batch.points:
-                    self.ingest_reports.append(self._sink.ingest(batch.points))
+                for name, stage in stages:
+                    if name not in batch.stages_done:
+                        stage()
+                        batch.stages_done.add(name)
                 self.written += len(batch)
                 return
             except Exception as error:  # the writer must survive any sink failure
                 log.warning("tracker write failed (attempt %d): %s", attempt, error)
                 time.sleep(0.05 * attempt)
         self._spill(batch)
+
+    def _write_records(self, batch: _Batch) -> None:
+        self._sink.write_records(
+            decisions=batch.decisions,
+            executions=batch.executions,
+            evaluations=batch.evaluations,
+            spans=batch.spans,
+        )
+
+    def _append_audit(self, batch: _Batch) -> None:
+        if self._audit is not None:
+            self._audit.append_many(batch.audit_items())
+
+    def _ingest(self, batch: _Batch) -> None:
+        if batch.points:
+            self.ingest_reports.append(self._sink.ingest(batch.points))
 
     def _spill(self, batch: _Batch) -> None:
         path = self._spill_dir / f"agency-unwritten-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
