@@ -154,3 +154,31 @@ def test_bad_db_url_in_config_is_a_clear_error(workdir: Path) -> None:
         result = runner.invoke(app, command)
         assert result.exit_code == 2, (command, result.output)
         assert "storage.url" in result.output
+
+
+def test_configured_judge_grades_only_its_task_types(workdir: Path) -> None:
+    from sqlalchemy import select
+
+    from agent_agency.pool.schema import evaluations
+    from agent_agency.pool.store import Store
+    from agent_agency.records import Evaluation
+
+    (workdir / "agency.yaml").write_text(
+        SCRIPTED_TEAM
+        + "evaluation:\n  judges:\n    - name: tone\n      agent: sim-poor\n"
+        + "      criteria: Is the rewrite formal?\n      task_types: [text-transformation]\n"
+    )
+    assert runner.invoke(app, ["run", "--tasks", "7"]).exit_code == 0
+    store = Store.open(f"sqlite:///{workdir / 'agency.db'}")
+    with store.engine.connect() as connection:
+        payloads = connection.execute(select(evaluations.c.payload)).scalars().all()
+    store.close()
+    recorded = [
+        Evaluation.model_validate(p if isinstance(p, dict) else json.loads(p)) for p in payloads
+    ]
+    judged = [e for e in recorded if e.judges]
+    assert judged and all(e.task_type == "text-transformation" for e in judged)
+    verdict = judged[0].judges[0]
+    assert verdict.judge == "tone"
+    # the simulated judge cannot grade, so the failure is recorded rather than raised
+    assert verdict.error and verdict.score is None

@@ -127,3 +127,14 @@ def test_team_selects_named_agents() -> None:
 def test_storage_url_must_parse() -> None:
     with pytest.raises(ConfigError, match=r"storage\.url: .*'nonsense' is not a database URL"):
         parse_config({"storage": {"url": "nonsense"}})
+
+
+def test_judge_must_name_a_configured_agent() -> None:
+    with pytest.raises(ConfigError, match=r"evaluation\.judges\.0\.agent: unknown agent 'oracle'"):
+        parse_config(
+            {"evaluation": {"judges": [{"name": "j", "agent": "oracle", "criteria": "polite"}]}}
+        )
+    config = parse_config(
+        {"evaluation": {"judges": [{"name": "j", "agent": "direct", "criteria": "polite"}]}}
+    )
+    assert config.evaluation.judges[0].task_types == []

@@ -161,7 +161,7 @@ def stats(
     from agent_agency.pool.store import Store
 
     settings = load_settings(config, db)
-    store = Store.open(settings.storage.url)
+    store = Store.open(settings.storage.url, settings.pool)
     try:
         rows = store.agent_task_summary(since=parse_since(since))
     finally:

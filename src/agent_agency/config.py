@@ -130,6 +130,16 @@ class GateSpec(Section):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
+class JudgeSpec(Section):
+    """A model judge: a configured agent's backend grading answers against `criteria`."""
+
+    name: str = Field(min_length=1)
+    agent: str = Field(description="name of a configured agent whose backend judges")
+    criteria: str = Field(min_length=1)
+    task_types: list[str] = Field(default_factory=list, description="empty means every type")
+    max_retries: int = Field(default=1, ge=0)
+
+
 class EvaluationSettings(Section):
     max_iterations: int = Field(default=2, ge=1, description="attempts, feedback in between")
     gates: dict[str, list[GateSpec]] = Field(
@@ -146,6 +156,7 @@ class EvaluationSettings(Section):
         }
     )
     pass_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    judges: list[JudgeSpec] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _weights_known_and_positive(self) -> EvaluationSettings:
@@ -247,10 +258,15 @@ class AgencyConfig(Section):
             if agent.key in seen:
                 raise ValueError(f"agent {agent.key!r} is defined twice")
             seen.add(agent.key)
-        for index, name in enumerate(self.run.agents):
+        references = [(f"run.agents.{i}", name) for i, name in enumerate(self.run.agents)]
+        references += [
+            (f"evaluation.judges.{i}.agent", judge.agent)
+            for i, judge in enumerate(self.evaluation.judges)
+        ]
+        for field_path, name in references:
             if not any(name in (spec.name, spec.key) for spec in self.agents):
                 raise ValueError(
-                    f"run.agents.{index}: unknown agent {name!r}; configured agents: "
+                    f"{field_path}: unknown agent {name!r}; configured agents: "
                     + ", ".join(spec.key for spec in self.agents)
                 )
         return self

@@ -17,6 +17,7 @@ from agent_agency.arbiter.arbiter import Arbiter
 from agent_agency.arbiter.router import Router
 from agent_agency.caws.audit import AuditLog
 from agent_agency.caws.evaluator import Evaluator
+from agent_agency.caws.judges import Judge
 from agent_agency.config import AgencyConfig
 from agent_agency.pool.store import AgentTaskSummary, Store
 from agent_agency.records import Task, utcnow
@@ -70,13 +71,15 @@ def build_arbiter(
     backends = {spec.key: build_backend(spec, tasks=tasks) for spec in config.team()}
     router = Router(config.routing, config.team())
     router.warm_start(store.task_aggregates())
-    return Arbiter(
-        config,
-        backends=backends,
-        router=router,
-        evaluator=Evaluator(config.evaluation),
-        tracker=tracker,
-    )
+    judges = []
+    for judge in config.evaluation.judges:
+        spec = config.agent(judge.agent)
+        backend = backends.get(spec.key) or build_backend(spec, tasks=tasks)
+        judges.append(
+            Judge(judge.name, backend, judge.criteria, judge.max_retries, judge.task_types)
+        )
+    evaluator = Evaluator(config.evaluation, judges)
+    return Arbiter(config, backends=backends, router=router, evaluator=evaluator, tracker=tracker)
 
 
 async def execute_run(
@@ -85,7 +88,7 @@ async def execute_run(
     config = prepared.config
     started_at = utcnow()
     started = time.perf_counter()
-    store = Store.open(config.storage.url)
+    store = Store.open(config.storage.url, config.pool)
     try:
         tracker = Tracker(
             store,

@@ -103,11 +103,10 @@ class Evaluator:
     async def _run_judges(
         self, task: Task, iteration: Iteration, grade_result: GradeResult | None
     ) -> list[JudgeVerdict]:
-        if not self.judges:
+        judges = [judge for judge in self.judges if judge.applies_to(task)]
+        if not judges:
             return []
         passed = grade_result.passed if grade_result is not None else None
         return list(
-            await asyncio.gather(
-                *(judge.judge(task, iteration.output, passed) for judge in self.judges)
-            )
+            await asyncio.gather(*(judge.judge(task, iteration.output, passed) for judge in judges))
         )

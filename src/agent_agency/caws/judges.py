@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from typing import Any
 
 from agent_agency.agents.base import Backend, BackendError
@@ -83,7 +84,14 @@ class Judge:
     """Grades an answer on `criteria` with `backend`, retrying a malformed reply `max_retries`
     times."""
 
-    def __init__(self, name: str, backend: Backend, criteria: str, max_retries: int = 1) -> None:
+    def __init__(
+        self,
+        name: str,
+        backend: Backend,
+        criteria: str,
+        max_retries: int = 1,
+        task_types: Collection[str] = (),
+    ) -> None:
         if not name:
             raise ValueError("name: a judge needs a non-empty name")
         if not criteria.strip():
@@ -94,6 +102,10 @@ class Judge:
         self.backend = backend
         self.criteria = criteria
         self.max_retries = max_retries
+        self.task_types = frozenset(task_types)
+
+    def applies_to(self, task: Task) -> bool:
+        return not self.task_types or task.type in self.task_types
 
     def prompt(self, task: Task, answer: str) -> list[Message]:
         return [
