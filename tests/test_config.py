@@ -138,3 +138,16 @@ def test_judge_must_name_a_configured_agent() -> None:
         {"evaluation": {"judges": [{"name": "j", "agent": "direct", "criteria": "polite"}]}}
     )
     assert config.evaluation.judges[0].task_types == []
+
+
+def test_readme_example_config_is_valid() -> None:
+    import re
+
+    import yaml
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", readme, re.DOTALL)
+    assert blocks, "the README shows an example agency.yaml"
+    for block in blocks:
+        config = parse_config(yaml.safe_load(block), source="README.md")
+        assert config.agents

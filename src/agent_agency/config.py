@@ -192,7 +192,9 @@ class StorageSettings(Section):
 
 class RunSettings(Section):
     tasks: int = Field(default=60, gt=0)
-    concurrency: int = Field(default=4, gt=0)
+    concurrency: int = Field(
+        default=2, gt=0, description="tasks in flight; the embedded model serves one at a time"
+    )
     split: str = Field(default="train", pattern="^(train|heldout|all)$")
     suites: list[str] = Field(
         default_factory=list, description="built-in suite names; empty means all"
