@@ -63,6 +63,7 @@ def test_run_then_stats_read_the_same_database(workdir: Path) -> None:
     rows = json.loads(stats.output)
     assert sum(row["tasks"] for row in rows) == 14
     assert {row["agent"] for row in rows} <= {"sim-good@1", "sim-poor@1"}
+    assert all(row["simulated"] for row in rows)
 
     table = runner.invoke(app, ["stats", "--since", "1h"])
     assert table.exit_code == 0

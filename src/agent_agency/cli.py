@@ -190,7 +190,7 @@ def _print_summary(rows: Any, *, title: str) -> None:
         table.add_column(column, justify="left" if column in ("agent", "task type") else "right")
     for row in rows:
         table.add_row(
-            row.agent,
+            f"{row.agent} (simulated)" if row.simulated else row.agent,
             row.task_type,
             str(row.tasks),
             f"{row.success_rate:.0%}",

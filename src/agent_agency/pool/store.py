@@ -52,6 +52,7 @@ class AgentTaskSummary(BaseModel):
     p50_latency_ms: float
     p95_latency_ms: float
     tokens: int
+    simulated: bool = False
 
 
 class ArmAggregate(BaseModel):
@@ -347,7 +348,7 @@ class Store:
                 reasons = structural_reasons(point)
             if point is not None and not reasons:
                 if point.anonymization_policy is None:
-                    point = anonymizer.anonymize(point)
+                    point = anonymizer.anonymized_view(point)
                 reasons = privacy_reasons(point)
             if point is not None and not reasons:
                 clean.append(point)
@@ -457,31 +458,38 @@ class Store:
     def agent_task_summary(self, since: datetime | None = None) -> list[AgentTaskSummary]:
         """Per (agent, task type): tasks, success rate, quality and latency from executions.
 
-        Each execution counts once, graded by its final (highest-iteration) evaluation; one with
-        no evaluation counts with its own success flag and quality 0.
+        Each execution counts once with its own success flag (the arbiter's verdict) and the
+        quality of its final (highest-iteration) evaluation, 0 if it was never evaluated. A group
+        is `simulated` when any of its executions came from a scripted agent.
         """
         ex, ev = schema.executions, schema.evaluations
         executions_query = select(
-            ex.c.id, ex.c.agent, ex.c.task_type, ex.c.success, ex.c.latency_ms, ex.c.tokens
+            ex.c.id,
+            ex.c.agent,
+            ex.c.task_type,
+            ex.c.success,
+            ex.c.latency_ms,
+            ex.c.tokens,
+            ex.c.simulated,
         )
-        evaluations_query = select(ev.c.execution_id, ev.c.iteration, ev.c.success, ev.c.quality)
+        evaluations_query = select(ev.c.execution_id, ev.c.iteration, ev.c.quality)
         if since is not None:
             executions_query = executions_query.where(ex.c.timestamp >= to_utc(since))
             evaluations_query = evaluations_query.where(
                 ev.c.execution_id.in_(executions_query.with_only_columns(ex.c.id))
             )
         with self._engine.connect() as connection:
-            final: dict[str, tuple[int, bool, float]] = {}
-            for execution_id, iteration, success, quality in connection.execute(evaluations_query):
+            final: dict[str, tuple[int, float]] = {}
+            for execution_id, iteration, quality in connection.execute(evaluations_query):
                 if execution_id not in final or iteration > final[execution_id][0]:
-                    final[execution_id] = (iteration, success, quality)
-            groups: dict[tuple[str, str], list[tuple[bool, float, float, int]]] = {}
-            for execution_id, agent, task_type, success, latency, tokens in connection.execute(
-                executions_query
-            ):
-                graded = final.get(execution_id)
-                outcome = (graded[1], graded[2]) if graded else (success, 0.0)
-                groups.setdefault((agent, task_type), []).append((*outcome, latency, tokens))
+                    final[execution_id] = (iteration, quality)
+            groups: dict[tuple[str, str], list[tuple[bool, float, float, int, bool]]] = {}
+            for row in connection.execute(executions_query):
+                execution_id, agent, task_type, success, latency, tokens, simulated = row
+                quality = final[execution_id][1] if execution_id in final else 0.0
+                groups.setdefault((agent, task_type), []).append(
+                    (success, quality, latency, tokens, simulated)
+                )
         summaries = []
         for (agent, task_type), rows in sorted(groups.items()):
             latencies = sorted(row[2] for row in rows)
@@ -497,6 +505,7 @@ class Store:
                     p50_latency_ms=percentile(latencies, 0.50),
                     p95_latency_ms=percentile(latencies, 0.95),
                     tokens=sum(row[3] for row in rows),
+                    simulated=any(row[4] for row in rows),
                 )
             )
         return summaries
