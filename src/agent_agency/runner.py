@@ -64,13 +64,33 @@ class RunReport:
     spilled: list[Path]
 
 
+def build_router(config: AgencyConfig, store: Store) -> Router:
+    """A router restored from the pool's aggregates. An agent whose `parent` is in the team
+    enters as a new arm whose prior is the parent's restored evidence (scaled by
+    `routing.inherit_prior_weight`); its own evidence, if any, is then restored on top."""
+    team = config.team()
+    keys = {spec.key for spec in team}
+    children = [spec for spec in team if spec.parent in keys]
+    router = Router(config.routing, [spec for spec in team if spec not in children])
+    aggregates = store.task_aggregates()
+    router.warm_start(aggregates)
+    added = {spec.key for spec in team} - {spec.key for spec in children}
+    while children:  # parents before children, so version chains inherit in order
+        ready = [spec for spec in children if spec.parent in added]
+        for spec in ready:
+            router.add_agent(spec, inherit_from=spec.parent)
+            added.add(spec.key)
+        children = [spec for spec in children if spec.key not in added]
+    router.warm_start(aggregates)
+    return router
+
+
 def build_arbiter(
     config: AgencyConfig, tasks: Sequence[Task], store: Store, tracker: Tracker
 ) -> Arbiter:
     """The arbiter for `config`, its router warm-started from the pool's aggregates."""
     backends = {spec.key: build_backend(spec, tasks=tasks) for spec in config.team()}
-    router = Router(config.routing, config.team())
-    router.warm_start(store.task_aggregates())
+    router = build_router(config, store)
     judges = []
     for judge in config.evaluation.judges:
         spec = config.agent(judge.agent)

@@ -1,0 +1,58 @@
+"""Building the team for a run: routers restored from the pool, versions inheriting priors."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from agent_agency.config import parse_config
+from agent_agency.pool.store import Store
+from agent_agency.runner import RunRequest, build_router, execute_run
+
+
+def agent(name: str, version: str = "1", parent: str | None = None, skill: float = 0.9) -> dict:
+    return {
+        "name": name,
+        "version": version,
+        "parent": parent,
+        "backend": "scripted",
+        "skills": {"*": skill},
+        "capabilities": ["math"],
+    }
+
+
+def test_new_version_inherits_parent_evidence_and_restart_restores_state(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'pool.db'}"
+    first = parse_config(
+        {
+            "agents": [agent("solver")],
+            "storage": {"url": db},
+            "run": {
+                "tasks": 24,
+                "suites": ["arithmetic"],
+                "summary_json": str(tmp_path / "a.json"),
+            },
+        }
+    )
+    asyncio.run(execute_run(RunRequest(first).prepare()))
+
+    second = parse_config(
+        {
+            "agents": [
+                agent("solver"),
+                agent("solver", "2", parent="solver@1"),
+                agent("newcomer"),
+            ],
+            "storage": {"url": db},
+        }
+    )
+    task = RunRequest(second.model_copy(update={"run": first.run})).prepare().tasks[0]
+    with Store.open(db) as store:
+        router = build_router(second, store)
+    decision = router.decide(task)
+    scores = {c.agent: c.performance_score for c in decision.candidates}
+    # the parent's restored evidence (about 90% success over 24 tasks) carries over to v2
+    assert scores["solver@2"] > 0.7
+    assert abs(scores["solver@2"] - scores["solver@1"]) < 0.15
+    # an agent with no history and no parent starts at the uninformed prior
+    assert scores["newcomer@1"] < scores["solver@2"]
