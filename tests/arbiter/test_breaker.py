@@ -69,3 +69,20 @@ def test_lost_probe_frees_the_slot_after_another_cooldown() -> None:
     clock.now += 1
     assert breakers.allows("a@1")
     assert "half_open" in breakers.describe("a@1")
+
+
+def test_tripped_lists_exactly_the_agents_not_closed() -> None:
+    clock = FakeClock()
+    breakers = CircuitBreakers(BreakerSettings(failure_threshold=1, cooldown_s=10), clock)
+    for agent in ("a@1", "b@1", "c@1"):
+        breakers.record(agent, ok=True)
+    assert breakers.tripped() == []
+    breakers.record("c@1", ok=False)
+    breakers.record("a@1", ok=False)
+    clock.now += 10.0  # half-open still counts as tripped
+    breakers.record("b@1", ok=False)
+    assert breakers.tripped() == ["c@1", "a@1", "b@1"]
+    breakers.record("c@1", ok=False)  # a failed probe re-opens: still listed once
+    breakers.record("a@1", ok=True)
+    assert breakers.tripped() == ["c@1", "b@1"]
+    assert [breakers.state(k) for k in breakers.tripped()] == [BreakerState.OPEN] * 2

@@ -35,6 +35,7 @@ class CircuitBreakers:
         self._settings = settings
         self._clock = clock
         self._breakers: dict[str, _Breaker] = {}
+        self._tripped: dict[str, None] = {}  # agents not CLOSED, in the order they tripped
 
     def state(self, agent: str) -> BreakerState:
         breaker = self._breakers.get(agent)
@@ -46,7 +47,7 @@ class CircuitBreakers:
 
     def tripped(self) -> list[str]:
         """Agents whose breaker is not closed (usually none, so routing checks only these)."""
-        return [agent for agent, b in self._breakers.items() if b.opened_at is not None]
+        return list(self._tripped)
 
     def allows(self, agent: str) -> bool:
         """Whether a call may go to `agent` now: closed, or half-open with the probe slot free."""
@@ -70,12 +71,14 @@ class CircuitBreakers:
             breaker.consecutive_failures = 0
             breaker.opened_at = None
             breaker.probe_started_at = None
+            self._tripped.pop(agent, None)
             return
         breaker.consecutive_failures += 1
         was_probing = breaker.opened_at is not None
         if was_probing or breaker.consecutive_failures >= self._settings.failure_threshold:
             breaker.opened_at = self._clock()
             breaker.probe_started_at = None
+            self._tripped[agent] = None
 
     def describe(self, agent: str) -> str:
         breaker = self._breakers.get(agent)
