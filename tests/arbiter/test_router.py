@@ -237,3 +237,66 @@ def test_bad_routing_config_gives_clear_errors() -> None:
         parse_config({"agents": [{"name": "a", "max_concurrency": -2}]})
     with pytest.raises(ConfigError, match=r"routing.per_task_type.math"):
         parse_config({"routing": {"per_task_type": {"math": "magic"}}})
+
+
+def test_logged_thompson_propensities_reweight_correctly_while_learning() -> None:
+    """IPS needs E[1{chosen = a} / p(a)] = 1 wherever p(a) > 0, decision by decision.
+
+    Each term has conditional variance 1/p - 1, so the sum over decisions is compared with the
+    number of decisions where p(a) > 0 in units of its standard deviation.
+    """
+    rates = {"a@1": 0.45, "b@1": 0.5, "c@1": 0.55}
+    router = Router(settings(quality_weight=0.0), agents(*"abc"))
+    rng = np.random.default_rng(11)
+    weighted = dict.fromkeys(rates, 0.0)
+    expected = dict.fromkeys(rates, 0.0)
+    variance = dict.fromkeys(rates, 0.0)
+    for i in range(3000):
+        decision = router.decide(task(task_id=str(i)))
+        for candidate in decision.candidates:
+            if candidate.propensity > 0:
+                expected[candidate.agent] += 1
+                variance[candidate.agent] += 1 / candidate.propensity - 1
+        weighted[decision.selected_agent] += 1 / decision.propensity
+        success = bool(rng.random() < rates[decision.selected_agent])
+        router.update(decision.selected_agent, task(), success=success, quality=float(success))
+    for key in rates:
+        assert expected[key] > 100, "every agent must keep a chance of being explored"
+        z = (weighted[key] - expected[key]) / np.sqrt(max(variance[key], 1e-9))
+        assert abs(z) < 4, (key, weighted[key], expected[key], z)
+
+
+def test_every_candidate_of_a_large_decision_is_filled_and_the_top_ones_explained() -> None:
+    keys = [f"x{i}" for i in range(30)]
+    router = Router(settings(RoutingStrategy.UCB1, quality_weight=0.0), agents(*keys, limit=8))
+    router.warm_start([Aggregate(f"x{i}@1", "code", 50, 10 + i, 0.0, 0.0) for i in range(30)])
+    loads = {f"x{i}@1": i % 8 for i in range(30)}
+    decision = router.decide(task(), in_flight=loads)
+    assert len(decision.candidates) == 30
+    by_score = sorted(decision.candidates, key=lambda c: -c.final_score)
+    assert decision.selected_agent == by_score[0].agent == "x29@1"
+    assert by_score[0].selection_reason == "selected: highest ucb1 score"
+    for c in by_score[1:5]:
+        assert c.selection_reason == (
+            f"not selected: ucb1 score {c.final_score:.3f}, P(selected) {c.propensity:.2f}"
+        )
+    for c in by_score[5:]:
+        assert c.selection_reason == "not selected: ranked below the top 5 by ucb1 score"
+    for c in decision.candidates:
+        i = int(c.agent[1:].split("@")[0])
+        assert c.load_score == pytest.approx(1 - (i % 8) / 8)
+        assert c.performance_score == pytest.approx((10 + i + 1) / 52)
+        assert c.capability_score == 1.0
+    assert sum(c.propensity for c in decision.candidates) == pytest.approx(1.0)
+
+
+def test_in_flight_loads_are_matched_to_agents_and_checked_in_order() -> None:
+    router = Router(settings(RoutingStrategy.LOAD_BALANCE), agents("a", "b", "c", limit=4))
+    decision = router.decide(task(), in_flight={"c@1": 3, "a@1": 1, "b@1": 0})
+    loads = {c.agent: c.load_score for c in decision.candidates}
+    assert loads == {"a@1": 0.75, "b@1": 1.0, "c@1": 0.25}
+    assert decision.selected_agent == "b@1"
+    with pytest.raises(KeyError, match="in_flight: unknown agent 'zz@1'"):
+        router.decide(task(), in_flight={"a@1": 1, "zz@1": 0, "b@1": -2})
+    with pytest.raises(ValueError, match=r"in_flight\['b@1'\]: must be >= 0, got -2"):
+        router.decide(task(), in_flight={"a@1": 1, "b@1": -2, "zz@1": 0})

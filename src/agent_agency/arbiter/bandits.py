@@ -6,8 +6,12 @@ probability with which each candidate is selected, so every strategy logs a prop
 - Thompson sampling: success ~ Beta(1 + s, 1 + n - s), quality ~ Normal(posterior mean, sd) and a
   sampled reward (1 - w)·success + w·quality. The router keeps `draws` posterior draws per task
   type and plays the argmax of one draw picked uniformly, so the propensity it logs — the share
-  of draws an arm wins — is exactly the probability with which that arm was played, and averaged
-  over the draws it is the Thompson probability. The played arm's propensity is >= 1/draws.
+  of draws an arm wins — is exactly the probability with which that arm was played, given the
+  draws; the played arm's propensity is >= 1/draws. An arm's column is redrawn from its new
+  posterior when it learns, so every entry is a draw from the current posterior, but draws are
+  reused across decisions, which makes the policy somewhat greedier than textbook Thompson
+  sampling (fresh draws every decision). On benchmarks/bench_regret.py's environment that gives
+  lower regret at the same match accuracy, with no stalled arm over 40,000 rounds.
 - UCB1, capability, load balance, fallback: deterministic argmax; ties are broken uniformly, so the
   propensity is exactly 1/ties for each tied best arm and 0 for the rest.
 - ε-greedy: exact, (1 - ε)/ties for the greedy arms plus ε/k for every arm.

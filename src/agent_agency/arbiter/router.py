@@ -57,6 +57,7 @@ from agent_agency.records import (
 _LINEAR = (RoutingStrategy.LINUCB, RoutingStrategy.LINTS)
 _SAMPLED = (RoutingStrategy.THOMPSON, RoutingStrategy.LINTS)
 _LISTED_NAMES = 5  # agent names spelled out in a secondary factor before "and N more"
+_EXPLAINED = 4  # non-selected candidates whose selection reason spells out their numbers
 
 
 class NoAgentAvailable(RuntimeError):
@@ -303,9 +304,11 @@ class Router:
             capable = np.ones(len(self._agents), dtype=bool)
         eligible = capable.copy()
         excluded = [self._agent_index(key, "exclude") for key in exclude]
-        eligible[excluded] = False
+        if excluded:
+            eligible[excluded] = False
         blocked = [key for key in self._breakers.tripped() if not self._breakers.allows(key)]
-        eligible[[self._index[key] for key in blocked]] = False
+        if blocked:
+            eligible[[self._index[key] for key in blocked]] = False
         if not eligible.any():
             raise NoAgentAvailable(
                 f"task {view.task_id}: no agent available "
@@ -322,8 +325,8 @@ class Router:
             lightest = (load / self._max_concurrency)[eligible].min()
             available = eligible & (load / self._max_concurrency == lightest)
             factors.append("Every candidate is at max concurrency; chose among the least loaded")
-        elif full := [k for k, i in self._index.items() if eligible[i] and not available[i]]:
-            factors.append(f"At max concurrency: {_names(full)}")
+        elif (full := eligible & ~available).any():
+            factors.append(f"At max concurrency: {_names(self._keys_at(np.flatnonzero(full)))}")
         candidates = np.flatnonzero(available)
         load_score = np.clip(1.0 - load[candidates] / self._max_concurrency[candidates], 0.0, 1.0)
         choice, performance = self._choose(strategy, t, view, candidates, load_score)
@@ -383,11 +386,24 @@ class Router:
 
     def _load(self, in_flight: Mapping[str, int] | None) -> FloatArray:
         load = np.zeros(len(self._agents))
-        for key, count in (in_flight or {}).items():
-            if count < 0:
-                raise ValueError(f"in_flight[{key!r}]: must be >= 0, got {count}")
-            load[self._agent_index(key, "in_flight")] = count
+        if not in_flight:
+            return load
+        counts = np.fromiter(in_flight.values(), dtype=np.float64, count=len(in_flight))
+        try:
+            rows = list(map(self._index.__getitem__, in_flight))
+        except KeyError:
+            rows = []
+        if len(rows) != len(in_flight) or counts.min() < 0:
+            for key, count in in_flight.items():  # find the first bad entry, in the caller's order
+                if count < 0:
+                    raise ValueError(f"in_flight[{key!r}]: must be >= 0, got {count}")
+                self._agent_index(key, "in_flight")
+        load[rows] = counts
         return load
+
+    def _keys_at(self, indices: IndexArray) -> list[str]:
+        keys = self._keys
+        return [keys[i] for i in indices.tolist()]
 
     def _capability(self, requirements: tuple[str, ...]) -> tuple[BoolArray, FloatArray]:
         """(agents covering every requirement, share of requirements each agent covers)."""
@@ -424,7 +440,9 @@ class Router:
             return self._argmax_choice(mean + alpha * sd, best_share), mean
         evidence = self._evidence[candidates, t] + self._prior[candidates, t]
         mean = posterior_mean_reward(evidence, self._w)
-        sampled = self._type_draws(t)[:, candidates]
+        sampled = self._type_draws(t)
+        if len(candidates) < sampled.shape[1]:  # candidates are sorted and unique
+            sampled = sampled[:, candidates]
         best_share = argmax_frequencies(sampled)
         if strategy is RoutingStrategy.THOMPSON:
             return self._sampled_choice(sampled, best_share), mean
@@ -531,34 +549,50 @@ class Router:
         load_score: FloatArray,
         choice: _Choice,
     ) -> list[dict[str, object]]:
-        """The CandidateScore fields of every candidate, as dicts."""
+        """The CandidateScore fields of every candidate, as dicts.
+
+        Every field of every candidate is filled. The selection reason spells out the numbers for
+        the selected agent and the `_EXPLAINED` next-highest scores; the others share one sentence
+        (their score and P(selected) are in `final_score` and `propensity`), so a decision over
+        100 candidates formats a handful of strings instead of a hundred.
+        """
         label = strategy.value
-        top = choice.scores.max()
-        rows = zip(
-            candidates.tolist(),
-            capability[candidates].tolist(),
-            performance.tolist(),
-            load_score.tolist(),
-            choice.scores.tolist(),
-            choice.probabilities.tolist(),
-            strict=True,
+        finals = choice.scores.tolist()
+        propensities = choice.probabilities.tolist()
+        count = len(finals)
+        reasons = [f"not selected: ranked below the top {_EXPLAINED + 1} by {label} score"] * count
+        if count > 1:
+            explained = min(_EXPLAINED + 1, count)
+            top = np.argpartition(-choice.scores, explained - 1)[:explained].tolist()
+            for position in top:
+                reasons[position] = (
+                    f"not selected: {label} score {finals[position]:.3f}, "
+                    f"P(selected) {propensities[position]:.2f}"
+                )
+        rank = (
+            "highest"
+            if finals[choice.position] >= max(finals)
+            else "exploratory draw, not the highest"
         )
-        scores: list[dict[str, object]] = []
-        for position, (agent, capable, perf, load, final, propensity) in enumerate(rows):
-            if position == choice.position:
-                rank = "highest" if final >= top else "exploratory draw, not the highest"
-                reason = f"selected: {rank} {label} score"
-            else:
-                reason = f"not selected: {label} score {final:.3f}, P(selected) {propensity:.2f}"
-            scores.append(
-                {
-                    "agent": self._keys[agent],
-                    "capability_score": capable,
-                    "performance_score": perf,
-                    "load_score": load,
-                    "final_score": final,
-                    "selection_reason": reason,
-                    "propensity": propensity,
-                }
+        reasons[choice.position] = f"selected: {rank} {label} score"
+        return [
+            {
+                "agent": agent,
+                "capability_score": capable,
+                "performance_score": perf,
+                "load_score": load,
+                "final_score": final,
+                "selection_reason": reason,
+                "propensity": propensity,
+            }
+            for agent, capable, perf, load, final, propensity, reason in zip(
+                self._keys_at(candidates),
+                capability[candidates].tolist(),
+                performance.tolist(),
+                load_score.tolist(),
+                finals,
+                propensities,
+                reasons,
+                strict=True,
             )
-        return scores
+        ]
