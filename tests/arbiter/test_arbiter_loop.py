@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from sqlalchemy import func, select
 
 from agent_agency.agents.base import Backend
 from agent_agency.agents.scripted import ScriptedBackend
@@ -14,6 +15,7 @@ from agent_agency.arbiter.arbiter import Arbiter
 from agent_agency.arbiter.router import Router
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.config import AgencyConfig, parse_config
+from agent_agency.pool.schema import spans
 from agent_agency.pool.store import Store
 from agent_agency.records import Task
 from agent_agency.tasks import load_builtin, select_tasks
@@ -201,7 +203,10 @@ def test_run_is_recorded_in_the_pool(tasks: list[Task], tmp_path: Path) -> None:
         outcomes = asyncio.run(arbiter_for(config, tasks, tracker=tracker).run(tasks[:20]))
     rows = store.agent_task_summary()
     aggregates = store.task_aggregates()
+    with store.engine.connect() as connection:
+        stored_spans = connection.execute(select(func.count()).select_from(spans)).scalar_one()
     store.close()
+    assert stored_spans == sum(len(o.spans) for o in outcomes)
     assert sum(row.tasks for row in rows) == 20
     assert sum(row.successes for row in rows) == sum(o.success for o in outcomes)
     assert sum(agg.n for agg in aggregates) >= 20
@@ -218,3 +223,34 @@ def test_arbiter_needs_a_backend_per_agent(tasks: list[Task]) -> None:
             router=Router(config.routing, team),
             evaluator=Evaluator(config.evaluation),
         )
+
+
+def test_trace_spans_cover_model_tool_and_reward_steps(tasks: list[Task]) -> None:
+    config = scripted_config(
+        agents=[
+            {
+                "name": "good",
+                "backend": "scripted",
+                "skills": {"*": 1.0},
+                "tools_enabled": True,
+                "capabilities": ["tools"],
+            }
+        ]
+    )
+    tool_task = next(task for task in tasks if task.type == "tool-use")
+    outcome = asyncio.run(arbiter_for(config, tasks).execute(tool_task))
+    assert outcome.success
+    kinds = [span.kind.value for span in outcome.spans]
+    assert kinds[0] == "task"
+    assert kinds.count("prompt") == 2  # the tool call, then the answer
+    assert kinds.count("tool") == 1
+    assert kinds.count("reward") == 1
+    root = outcome.trace
+    assert root.end is not None and root.attributes["agency.success"] is True
+    assert all(span.trace_id == root.trace_id for span in outcome.spans)
+    assert all(span.parent_id == root.id for span in outcome.spans[1:])
+    prompt = next(span for span in outcome.spans if span.kind.value == "prompt")
+    assert prompt.attributes["gen_ai.operation.name"] == "chat"
+    assert prompt.attributes["gen_ai.usage.input_tokens"] > 0
+    tool = next(span for span in outcome.spans if span.kind.value == "tool")
+    assert tool.attributes["gen_ai.tool.name"] == "calculator"

@@ -29,12 +29,15 @@ from agent_agency.records import (
     Iteration,
     Message,
     RoutingDecision,
+    Span,
     Task,
     ToolCall,
     ToolUse,
+    new_id,
     utcnow,
 )
 from agent_agency.tasks.tools import ToolError, run_tool
+from agent_agency.tracking.spans import model_call_span, reward_span, task_span, tool_span
 from agent_agency.tracking.tracker import Tracker
 
 
@@ -52,6 +55,12 @@ class TaskOutcome:
     evaluations: list[Evaluation] = field(default_factory=list)
     data_point: DataPoint | None = None
     error: str | None = None
+    spans: list[Span] = field(default_factory=list)
+
+    @property
+    def trace(self) -> Span:
+        """The root span; every other span of the task is its child."""
+        return self.spans[0]
 
     @property
     def execution(self) -> Execution:
@@ -95,7 +104,7 @@ class Arbiter:
     # -- one task ------------------------------------------------------------------------------
 
     async def execute(self, task: Task) -> TaskOutcome:
-        outcome = TaskOutcome(task=task)
+        outcome = TaskOutcome(task=task, spans=[task_span(new_id(), task, utcnow())])
         try:
             async with asyncio.timeout(self.config.run.task_timeout_s):
                 await self._route_and_run(task, outcome)
@@ -155,10 +164,12 @@ class Arbiter:
             self.in_flight[spec.key] += 1
             try:
                 for number in range(1, settings.max_iterations + 1):
-                    iteration = await self._attempt(task, spec, backend, messages, number)
+                    iteration = await self._attempt(task, spec, backend, messages, number, outcome)
                     execution.iterations.append(iteration)
+                    started = utcnow()
                     evaluation = await self.evaluator.evaluate(task, execution, iteration)
                     outcome.evaluations.append(evaluation)
+                    outcome.spans.append(reward_span(outcome.trace, evaluation, started, utcnow()))
                     iteration.quality_score = evaluation.overall_score
                     passed = (
                         evaluation.passed_all_mandatory
@@ -189,6 +200,7 @@ class Arbiter:
         backend: Backend,
         messages: list[Message],
         number: int,
+        outcome: TaskOutcome,
     ) -> Iteration:
         """One attempt: model calls, with tool calls answered in between, up to the turn limit."""
         iteration = Iteration(number=number, messages=list(messages))
@@ -196,6 +208,7 @@ class Arbiter:
         conversation = list(messages)
         started = time.perf_counter()
         for _ in range(self.config.run.max_tool_turns + 1):
+            call_started = utcnow()
             try:
                 async with asyncio.timeout(spec.timeout_s):
                     completion = await backend.complete(conversation, tools or None)
@@ -203,6 +216,9 @@ class Arbiter:
                 raise AgentUnavailable(f"{spec.key} timed out after {spec.timeout_s} s") from None
             except BackendError as error:
                 raise AgentUnavailable(f"{spec.key} failed: {error}") from None
+            outcome.spans.append(
+                model_call_span(outcome.trace, spec, completion, call_started, utcnow())
+            )
             iteration.model_calls += 1
             iteration.input_tokens += completion.input_tokens
             iteration.output_tokens += completion.output_tokens
@@ -213,7 +229,9 @@ class Arbiter:
                 Message(role="assistant", content=completion.text, tool_calls=completion.tool_calls)
             )
             for call in completion.tool_calls:
+                tool_started = utcnow()
                 use = _use_tool(call)
+                outcome.spans.append(tool_span(outcome.trace, use, tool_started, utcnow()))
                 iteration.tool_uses.append(use)
                 conversation.append(
                     Message(
@@ -237,6 +255,17 @@ class Arbiter:
             execution.finished_at = execution.finished_at or utcnow()
 
     def _record_outcome(self, outcome: TaskOutcome) -> None:
+        outcome.spans[0] = outcome.trace.model_copy(
+            update={
+                "end": utcnow(),
+                "attributes": {
+                    **outcome.trace.attributes,
+                    "agency.agent": outcome.execution.agent if outcome.executions else None,
+                    "agency.success": outcome.success,
+                    "agency.error": outcome.error,
+                },
+            }
+        )
         if outcome.executions:
             outcome.data_point = build_data_point(
                 outcome.task,
@@ -247,7 +276,12 @@ class Arbiter:
             )
         if self.tracker is None:
             return
-        for record in (*outcome.decisions, *outcome.executions, *outcome.evaluations):
+        for record in (
+            *outcome.decisions,
+            *outcome.executions,
+            *outcome.evaluations,
+            *outcome.spans,
+        ):
             self.tracker.record(record)
         if outcome.data_point is not None:
             self.tracker.record(outcome.data_point)
