@@ -10,8 +10,6 @@ import asyncio
 import statistics
 import time
 
-from results import write_section
-
 from agent_agency.agents.local import (
     LocalBackend,
     default_threads,
@@ -19,6 +17,8 @@ from agent_agency.agents.local import (
     shared_model,
 )
 from agent_agency.records import AgentSpec, Message
+
+from results import write_section
 
 RUNS = 5
 GENERATE_TOKENS = 64

@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-from results import write_section
 
 from agent_agency.caws.audit import AuditLog
 from agent_agency.caws.evaluator import Evaluator
@@ -28,6 +27,8 @@ from agent_agency.pool.engine import make_engine
 from agent_agency.pool.migrate import migrate
 from agent_agency.records import Evaluation, Execution, Iteration, Task
 from agent_agency.tasks.suites import load_builtin
+
+from results import write_section
 
 NON_CODE_ROUNDS = 3
 CODE_TASKS = 40

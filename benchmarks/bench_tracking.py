@@ -15,6 +15,7 @@ import numpy as np
 from agent_agency.pool.store import Store
 from agent_agency.records import Evaluation, Execution, RoutingDecision
 from agent_agency.tracking.tracker import Tracker
+
 from results import write_section
 
 N = 20_000
@@ -66,8 +67,8 @@ def main() -> None:
         store.close()
     p50, p99 = np.percentile(per_task * 1000, [50, 99])
     body = (
-        f"{N:,} task outcomes (decision + execution + evaluation each) recorded through the Tracker "
-        "into a SQLite pool.\n\n"
+        f"{N:,} task outcomes (decision + execution + evaluation each) recorded through the "
+        "Tracker into a SQLite pool.\n\n"
         "| metric | value | target |\n| --- | --- | --- |\n"
         f"| call-site overhead per task, p50 | {p50 * 1000:.1f} µs | |\n"
         f"| call-site overhead per task, p99 | {p99 * 1000:.1f} µs | < 200 µs |\n"

@@ -13,14 +13,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
-HEADER = "# Benchmark results\n\nFigures measured by the scripts in `benchmarks/`; each section says how.\n"
+HEADER = (
+    "# Benchmark results\n\n"
+    "Figures measured by the scripts in `benchmarks/`; each section says how.\n"
+)
 
 
 def machine_note() -> str:
-    return (
-        f"{datetime.now(UTC):%Y-%m-%d}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"{platform.machine()}"
-    )
+    day, python = f"{datetime.now(UTC):%Y-%m-%d}", platform.python_version()
+    return f"{day}, {os.cpu_count()} cores, Python {python}, {platform.machine()}"
 
 
 def write_section(title: str, body: str) -> None:
