@@ -8,13 +8,12 @@ the judge asks once more with a corrective message and, failing that, records a 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Collection
-from typing import Any
 
 from agent_agency.agents.base import Backend, BackendError
 from agent_agency.records import JudgeVerdict, Message, Task
+from agent_agency.tasks.answers import json_objects
 
 JUDGE_SYSTEM_PROMPT = (
     "You are a strict evaluator. Grade the answer against the criteria only. Reply with one "
@@ -31,19 +30,6 @@ class JudgeReplyError(ValueError):
     """The judge's reply holds no usable score; the message says what was wrong."""
 
 
-def _json_objects(text: str) -> list[dict[str, Any]]:
-    decoder = json.JSONDecoder()
-    found: list[dict[str, Any]] = []
-    for match in re.finditer(r"\{", text):
-        try:
-            value, _ = decoder.raw_decode(text, match.start())
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            found.append(value)
-    return found
-
-
 def _scaled(raw: float) -> float:
     """Scores out of 1, 10 or 100, brought into [0, 1]."""
     if raw < 0:
@@ -56,7 +42,7 @@ def _scaled(raw: float) -> float:
 
 def parse_verdict(text: str) -> tuple[float, str]:
     """(score in [0, 1], rationale) from a judge reply; `JudgeReplyError` if there is none."""
-    for value in _json_objects(text):
+    for value in json_objects(text):
         if "score" not in value:
             continue
         raw = value["score"]

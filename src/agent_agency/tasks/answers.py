@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import textwrap
+from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -68,17 +69,23 @@ def extract_final_number(output: str) -> Decimal | None:
     return _parse_number(numbers[-1]) if numbers else None
 
 
+def json_objects(text: str) -> Iterator[dict[str, Any]]:
+    """Every JSON object that starts at a '{' in `text`, in order, nested ones included."""
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"\{", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            yield value
+
+
 def extract_json_object(output: str) -> dict[str, Any] | None:
     """The first JSON object in the output (inside fences or surrounded by text), or None."""
-    decoder = json.JSONDecoder()
     for text in (strip_code_fences(output), output):
-        for match in re.finditer(r"\{", text):
-            try:
-                value, _ = decoder.raw_decode(text, match.start())
-            except json.JSONDecodeError:
-                continue
-            if isinstance(value, dict):
-                return value
+        for value in json_objects(text):
+            return value
     return None
 
 
