@@ -6,8 +6,20 @@ an agent, and a Bernoulli outcome with that agent's rate is revealed (reward = s
 `quality_weight` is 0 for every policy and MABWiser's binary Thompson sampling applies).
 Regret is pseudo-regret: Σ (best rate for the type − rate of the chosen agent). Match accuracy is
 the share of the last 1,000 rounds routed to the truly best agent. MABWiser peers get one model
-per task type, fed with partial_fit after every round; all policies see the same environment and
+per task type, fed with partial_fit after every round; River's ThompsonSampling (when River is
+installed) likewise gets one Beta policy per task type. All policies see the same environment and
 the same outcome stream per seed.
+
+Each policy's own randomness comes from `policy_seed(seed)`, a stream independent of the one that
+generates the environment. (Earlier runs seeded the router with the environment's seed, so its
+first posterior draws reused the very uniforms that set the true success rates: the policy's
+"random" exploration was correlated with the answer. On seeds 0–2 our Thompson accuracy was
+84.4% that way and 96.0% with the router given an unrelated seed: a benchmark bug, not a property
+of the policy.)
+
+Some task types have a best and second-best agent a hair apart; no policy can tell them apart in
+~2,000 rounds per type, so match accuracy is also shown with a tolerance (chosen agent's rate
+within 0.02 of the best). The target stays on the exact best.
 """
 
 from __future__ import annotations
@@ -16,13 +28,15 @@ import time
 
 import numpy as np
 from mabwiser.mab import MAB, LearningPolicy
-from results import write_section
 
 from agent_agency.arbiter.router import Router
 from agent_agency.config import RoutingSettings
 from agent_agency.records import AgentSpec, GraderSpec, RoutingStrategy, Task
 
-AGENTS, TYPES, ROUNDS, SEEDS, LAST = 10, 5, 10_000, 3, 1_000
+from results import write_section
+
+AGENTS, TYPES, ROUNDS, SEEDS, LAST = 10, 5, 10_000, 10, 1_000
+TOLERANCE, NEAR_TIE = 0.02, 0.02
 OURS = [
     RoutingStrategy.THOMPSON,
     RoutingStrategy.UCB1,
@@ -44,17 +58,38 @@ def environment(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return rates, kinds, luck
 
 
-def score(rates: np.ndarray, kinds: np.ndarray, chosen: np.ndarray) -> tuple[float, float]:
+def policy_seed(seed: int) -> int:
+    """A seed for a policy's own randomness, independent of the environment's stream."""
+    return int(np.random.SeedSequence([seed, 1]).generate_state(1)[0])
+
+
+def score(rates: np.ndarray, kinds: np.ndarray, chosen: np.ndarray) -> tuple[float, float, float]:
+    """(pseudo-regret, exact match accuracy, match accuracy within TOLERANCE), last LAST rounds."""
     best = rates.max(axis=0)[kinds]
-    regret = float((best - rates[chosen, kinds]).sum())
-    accurate = rates[chosen, kinds] == best
-    return regret, float(accurate[-LAST:].mean())
+    got = rates[chosen, kinds]
+    regret = float((best - got).sum())
+    exact = float((got == best)[-LAST:].mean())
+    near = float((got >= best - TOLERANCE)[-LAST:].mean())
+    return regret, exact, near
+
+
+def near_ties() -> list[str]:
+    """(seed, type, gap) of the task types whose best two agents differ by < NEAR_TIE."""
+    ties = []
+    for seed in range(SEEDS):
+        rates, _, _ = environment(seed)
+        top = np.sort(rates, axis=0)[::-1]
+        for kind, gap in enumerate(top[0] - top[1]):
+            if gap < NEAR_TIE:
+                ties.append(f"seed {seed} type{kind} ({gap:.3f})")
+    return ties
 
 
 def run_ours(strategy: RoutingStrategy, seed: int) -> np.ndarray:
     rates, kinds, luck = environment(seed)
     agents = [AgentSpec(name=f"a{i}") for i in range(AGENTS)]
-    router = Router(RoutingSettings(strategy=strategy, quality_weight=0.0, seed=seed), agents)
+    settings = RoutingSettings(strategy=strategy, quality_weight=0.0, seed=policy_seed(seed))
+    router = Router(settings, agents)
     tasks = [
         Task(id=f"t{k}", type=f"type{k}", prompt="p", grader=GraderSpec(kind="exact"))
         for k in range(TYPES)
@@ -73,9 +108,9 @@ def run_ours(strategy: RoutingStrategy, seed: int) -> np.ndarray:
 def run_peer(policy: type, seed: int) -> np.ndarray:
     rates, kinds, luck = environment(seed)
     arms = list(range(AGENTS))
-    models = [MAB(arms, policy(), seed=seed + k) for k in range(TYPES)]
+    models = [MAB(arms, policy(), seed=policy_seed(seed) + k) for k in range(TYPES)]
     started = [False] * TYPES
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(policy_seed(seed))
     chosen = np.zeros(ROUNDS, dtype=int)
     for r in range(ROUNDS):
         k = kinds[r]
@@ -90,36 +125,80 @@ def run_peer(policy: type, seed: int) -> np.ndarray:
     return chosen
 
 
+def run_river(_: object, seed: int) -> np.ndarray:
+    from river import bandit, proba
+
+    rates, kinds, luck = environment(seed)
+    arms = list(range(AGENTS))
+    policies = [
+        bandit.ThompsonSampling(reward_obj=proba.Beta(), seed=policy_seed(seed) + k)
+        for k in range(TYPES)
+    ]
+    chosen = np.zeros(ROUNDS, dtype=int)
+    for r in range(ROUNDS):
+        k = kinds[r]
+        a = int(policies[k].pull(arms))
+        policies[k].update(a, bool(luck[r, a] < rates[a, k]))
+        chosen[r] = a
+    return chosen
+
+
+def river_available() -> bool:
+    try:
+        import river  # noqa: F401
+    except ImportError:
+        print("River is not installed: its Thompson sampling peer is left out")
+        return False
+    return True
+
+
 def main() -> None:
-    results: dict[str, list[tuple[float, float]]] = {}
     seconds: dict[str, float] = {}
     runners = {f"ours: {s.value}": (run_ours, s) for s in OURS}
     runners.update({name: (run_peer, policy) for name, policy in PEERS.items()})
+    if river_available():
+        runners["River ThompsonSampling"] = (run_river, None)
+    results: dict[str, list[tuple[float, float, float]]] = {}
     for name, (runner, arg) in runners.items():
         start = time.perf_counter()
         for seed in range(SEEDS):
             rates, kinds, _ = environment(seed)
             results.setdefault(name, []).append(score(rates, kinds, runner(arg, seed)))  # type: ignore[operator]
         seconds[name] = time.perf_counter() - start
-        regret = np.mean([r for r, _ in results[name]])
-        accuracy = np.mean([a for _, a in results[name]])
-        print(f"{name}: regret {regret:.1f}, accuracy {accuracy:.1%}", flush=True)
+        regret, exact, near = np.mean(results[name], axis=0)
+        per_seed = " ".join(f"{a:.0%}" for _, a, _ in results[name])
+        print(
+            f"{name}: regret {regret:.1f}, accuracy {exact:.1%} ({per_seed}), "
+            f"within {TOLERANCE}: {near:.1%}",
+            flush=True,
+        )
+    ties = near_ties()
     lines = [
         f"{AGENTS} simulated agents × {TYPES} task types, success rates ~ U(0.1, 0.9), "
-        f"{ROUNDS:,} rounds, seeds 0–{SEEDS - 1} (mean ± sd over seeds). The oracle always "
-        "picks the best agent: regret 0, match accuracy 100%. Targets: regret ≤ the peer's, "
-        "match accuracy ≥ 85%.",
+        f"{ROUNDS:,} rounds, seeds 0–{SEEDS - 1} (mean ± sd over seeds; every policy sees the "
+        "same environments and outcomes, and draws its own randomness from a stream independent "
+        "of the environment's). The oracle always picks the best agent: regret 0, match accuracy "
+        "100%. Targets: regret ≤ the peers', match accuracy (exact best agent) ≥ 85%.",
         "",
-        "| policy | cumulative regret | match accuracy (last 1,000) | run time / seed |",
-        "| --- | --- | --- | --- |",
-        "| oracle | 0.0 | 100.0% | |",
+        f"Near ties: {len(ties)} of {SEEDS * TYPES} task types have a best and second-best agent "
+        f"less than {NEAR_TIE} apart ({'; '.join(ties) or 'none'}); about 2,000 rounds per type "
+        "cannot separate them, which caps exact match accuracy for every policy. The last column "
+        f"counts a choice within {TOLERANCE} of the best rate as a match; it is shown for "
+        "context, the target is on the exact best.",
+        "",
+        "| policy | cumulative regret | match accuracy (last 1,000) | per seed "
+        f"| within {TOLERANCE} of best | run time / seed |",
+        "| --- | --- | --- | --- | --- | --- |",
+        "| oracle | 0.0 | 100.0% | | 100.0% | |",
     ]
     for name, values in results.items():
-        regrets = np.array([r for r, _ in values])
-        accuracies = np.array([a for _, a in values])
+        table = np.array(values)
+        regrets, exact, near = table[:, 0], table[:, 1], table[:, 2]
+        per_seed = " ".join(f"{a:.0%}" for a in exact)
         lines.append(
             f"| {name} | {regrets.mean():.1f} ± {regrets.std():.1f} | "
-            f"{accuracies.mean():.1%} ± {accuracies.std():.1%} | {seconds[name] / SEEDS:.1f} s |"
+            f"{exact.mean():.1%} ± {exact.std():.1%} | {per_seed} | "
+            f"{near.mean():.1%} ± {near.std():.1%} | {seconds[name] / SEEDS:.1f} s |"
         )
     write_section("Routing regret", "\n".join(lines))
 
