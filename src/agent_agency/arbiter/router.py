@@ -328,7 +328,8 @@ class Router:
         elif (full := eligible & ~available).any():
             factors.append(f"At max concurrency: {_names(self._keys_at(np.flatnonzero(full)))}")
         candidates = np.flatnonzero(available)
-        load_score = np.clip(1.0 - load[candidates] / self._max_concurrency[candidates], 0.0, 1.0)
+        # load >= 0, so the score is <= 1; np.maximum is much cheaper than np.clip on 100 values.
+        load_score = np.maximum(1.0 - load[candidates] / self._max_concurrency[candidates], 0.0)
         choice, performance = self._choose(strategy, t, view, candidates, load_score)
         self._decisions_per_type[t] += 1
         chosen = int(candidates[choice.position])
