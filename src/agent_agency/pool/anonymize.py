@@ -7,15 +7,18 @@ tenant's ε ledger), so it is not done here. The policy applied is recorded on t
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from agent_agency.config import AnonymizationPolicy
 from agent_agency.pool.code_identifiers import IdentifierRenamer
-from agent_agency.pool.pii import redact
-from agent_agency.records import DataPoint
+from agent_agency.pool.pii import CACHE_MAX_CHARS, CACHE_SIZE, redact
+from agent_agency.records import DataPoint, Message
 
 TENANT_HASH_PREFIX = "t_"
 
@@ -36,10 +39,32 @@ def _map_strings(value: Any, change: Callable[[str], str]) -> Any:
     return value
 
 
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def _changed(model: _Model, **values: Any) -> _Model:
+    """`model` itself when every value is already the one it holds, else a copy with them set."""
+    update = {}
+    for name, value in values.items():
+        current = getattr(model, name)
+        if isinstance(value, list) and isinstance(current, list):
+            same = len(value) == len(current) and all(
+                new is old for new, old in zip(value, current, strict=True)
+            )
+        else:
+            same = value is current or (type(value) is type(current) and value == current)
+        if not same:
+            update[name] = value
+    return model.model_copy(update=update) if update else model
+
+
 class Anonymizer:
     def __init__(self, policy: AnonymizationPolicy, secret: bytes) -> None:
         self.policy = policy
         self._secret = secret
+        # The policy is fixed, so a string always redacts the same way: repeated strings
+        # (system prompts, few-shot turns) are redacted once. Bounded like the scan caches.
+        self._redact_cached = functools.lru_cache(maxsize=CACHE_SIZE)(self._redact)
 
     def _include(self, entity: str) -> bool:
         if entity == "FILE_PATH":
@@ -52,35 +77,63 @@ class Anonymizer:
         """Free text with the policy's text rules applied (identifiers first: they need code)."""
         if renamer is not None:
             text = renamer.rename_in_text(text)
+        if len(text) > CACHE_MAX_CHARS:
+            return self._redact(text)
+        return self._redact_cached(text)
+
+    def _redact(self, text: str) -> str:
         cleaned, _ = redact(text, include=self._include, use_presidio=self.policy.redact_text_pii)
         return cleaned
 
     def anonymize(self, point: DataPoint) -> DataPoint:
-        """A copy of `point` with the policy applied and recorded on it."""
+        """An independent copy of `point` with the policy applied and recorded on it."""
+        return self.anonymized_view(point).model_copy(deep=True)
+
+    def anonymized_view(self, point: DataPoint) -> DataPoint:
+        """`point` with the policy applied, sharing the sub-records it leaves unchanged.
+
+        Built with `model_copy(update=...)` (strings replaced by strings, no re-validation), so it
+        is cheap; the caller must not mutate it or `point` while both are in use (ingest only
+        serializes it). Fields are cleaned in document order, so identifier aliases are numbered
+        as they first appear.
+        """
         renamer = IdentifierRenamer() if self.policy.rename_identifiers else None
 
         def clean(text: str) -> str:
             return self.clean_text(text, renamer)
 
-        data = point.model_dump()
-        task = data["task"]
-        task["prompt"] = clean(task["prompt"])
-        for message in task["conversation"]:
-            message["content"] = clean(message["content"])
-            for call in message["tool_calls"]:
-                call["arguments"] = _map_strings(call["arguments"], clean)
-            if self.policy.remove_user_ids and message["role"] == "user":
-                message["name"] = None
-        execution = data["execution"]
-        execution["final_output"] = clean(execution["final_output"])
-        if execution["failure_reason"]:
-            execution["failure_reason"] = clean(execution["failure_reason"])
-        for gate in data["evaluation"]["gates"]:
-            gate["reason"] = clean(gate["reason"])
+        task = point.task
+        prompt = clean(task.prompt)
+        conversation = [self._clean_message(message, clean) for message in task.conversation]
+        execution = point.execution
+        final_output = clean(execution.final_output)
+        failure_reason = execution.failure_reason
+        if failure_reason:
+            failure_reason = clean(failure_reason)
+        evaluation = point.evaluation
+        gates = [_changed(gate, reason=clean(gate.reason)) for gate in evaluation.gates]
+        update: dict[str, Any] = {
+            "task": _changed(task, prompt=prompt, conversation=conversation),
+            "execution": _changed(
+                execution, final_output=final_output, failure_reason=failure_reason
+            ),
+            "evaluation": _changed(evaluation, gates=gates),
+            "anonymization_policy": self.policy.model_dump(),
+        }
         if self.policy.hash_tenant:
-            data["tenant_id"] = hash_tenant(point.tenant_id, self._secret)
-        data["anonymization_policy"] = self.policy.model_dump()
-        return DataPoint.model_validate(data)
+            update["tenant_id"] = hash_tenant(point.tenant_id, self._secret)
+        return point.model_copy(update=update)
+
+    def _clean_message(self, message: Message, clean: Callable[[str], str]) -> Message:
+        update: dict[str, Any] = {"content": clean(message.content)}
+        if message.tool_calls:
+            update["tool_calls"] = [
+                call.model_copy(update={"arguments": _map_strings(call.arguments, clean)})
+                for call in message.tool_calls
+            ]
+        if self.policy.remove_user_ids and message.role == "user":
+            update["name"] = None
+        return _changed(message, **update)
 
     def scrub_payload(self, payload: Any) -> Any:
         """Any JSON value (e.g. a rejected point) with PII removed from every string in it."""

@@ -9,6 +9,7 @@ by a typed placeholder.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import threading
@@ -27,6 +28,9 @@ PRESIDIO_TRIGGERS: dict[str, re.Pattern[str]] = {
     "CRYPTO": re.compile(r"\b(?:[13][a-km-zA-HJ-NP-Z1-9]{25,34}|bc1[a-z0-9]{25,})\b"),
 }
 PRESIDIO_MIN_SCORE = 0.4
+# The triggers that cannot match without a digit (the others: "@" and the IPv6 half of IP_ADDRESS,
+# which needs a ":").
+PRESIDIO_DIGIT_TRIGGERS = ("PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "US_SSN", "CRYPTO")
 
 PLACEHOLDERS = {
     "EMAIL_ADDRESS": "[EMAIL]",
@@ -159,6 +163,7 @@ def _own_findings(text: str) -> list[Finding]:
     return findings
 
 
+_ANY_TRIGGER = re.compile("|".join(f"(?:{t.pattern})" for t in PRESIDIO_TRIGGERS.values()))
 _analyzer: Any = None
 _analyzer_lock = threading.Lock()
 
@@ -189,23 +194,131 @@ def _build_analyzer() -> Any:
     return AnalyzerEngine(nlp_engine=engine, registry=registry, supported_languages=["en"])
 
 
-def _presidio_findings(text: str) -> list[Finding]:
+def _presidio_findings(text: str) -> tuple[Finding, ...]:
+    if not _ANY_TRIGGER.search(text):
+        return ()
     entities = [name for name, trigger in PRESIDIO_TRIGGERS.items() if trigger.search(text)]
     if not entities:
-        return []
+        return ()
     results = presidio_analyzer().analyze(
         text, language="en", entities=entities, score_threshold=PRESIDIO_MIN_SCORE
     )
-    return [Finding(r.entity_type, r.start, r.end) for r in results]
+    return tuple(Finding(r.entity_type, r.start, r.end) for r in results)
+
+
+# A text can only hold a finding when one of these necessary conditions holds in it. Each is
+# implied by a recognizer: a substring every match of that recognizer must contain, or, for
+# Presidio, the trigger without which it is never asked (`_presidio_findings` runs on nothing else).
+#   URL           \b(?:https?://|www\.)…               ⇒ "http" or "www."
+#   EMAIL         …@… (ours and Presidio's trigger)     ⇒ "@"
+#   CREDIT_CARD   (?:\d[ -]?){12,18}\d                   ⇒ \d[\d -]{11,}\d (Presidio's card trigger)
+#   IP (v4)       d{1,3}.d{1,3}.d{1,3}.d{1,3}            ⇒ \d\.\d+\.\d+\.\d (Presidio's IP trigger)
+#   IP (v6)       (?:h{1,4}:){7}h{1,4}                    ⇒ ":" then Presidio's IP trigger
+#   PHONE_NUMBER  …\d{3,4}[ .-]?\d{3,4}                   ⇒ \d{3}[ .-]?\d{3}
+#   STREET        \b\d{1,5}\s+[A-Z][a-z]+…               ⇒ \d\s+[A-Z][a-z]
+#   PERSON        honorific\.?\s+[A-Z][a-z]… | "my name is " + capital | first name + capitalized
+#                 word (checked with the recognizer's own regex and name set)
+#   USER_ID       \b(?:user[_ -]?id|userid|uid)\b\s*[:=]  (any case) ⇒ ":" or "=", then the same
+#                 without \b
+#   FILE_PATH     (?:/[\w.@-]+){2,} | [A-Za-z]:\\…   ⇒ "/" then /[\w.@-]+/, or ":" then [A-Za-z]:\\
+#   Presidio      every trigger in PRESIDIO_TRIGGERS: those needing a digit in `_DIGIT_RULES`,
+#                 "@" above, IPv6 under ":"; a property test checks every trigger is covered.
+# Cheap `in` tests come first; each regex runs only when its own cheap test passes.
+_DIGIT = re.compile(r"\d")
+_DIGIT_RULES = re.compile(
+    "|".join(
+        f"(?:{rule})"
+        for rule in (
+            r"\d\.\d+\.\d+\.\d",
+            r"\d{3}[ .-]?\d{3}",
+            r"\d\s+[A-Z][a-z]",
+            *(PRESIDIO_TRIGGERS[e].pattern for e in PRESIDIO_DIGIT_TRIGGERS),
+        )
+    )
+)
+_PATH_RULE = re.compile(r"/[\w.@-]+/")
+_COLON_RULES = re.compile(
+    rf"[A-Za-z]:\\|{PRESIDIO_TRIGGERS['IP_ADDRESS'].pattern}|(?i:user[_ -]?id|userid|uid)\s*:"
+)
+_USER_ID_EQ = re.compile(r"(?i:user[_ -]?id|userid|uid)\s*=")
+_PERSON_RULES = re.compile(r"(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?\s+[A-Z][a-z]|[Mm]y name is ")
+
+
+def may_hold_pii(text: str) -> bool:
+    """False only when no recognizer (ours, or Presidio as we call it) can find anything in `text`.
+
+    A cheap superset test; see the table above for why each recognizer implies one of its rules.
+    """
+    if "@" in text or "http" in text or "www." in text:
+        return True
+    if "/" in text and _PATH_RULE.search(text):
+        return True
+    if ":" in text and _COLON_RULES.search(text):
+        return True
+    if "=" in text and _USER_ID_EQ.search(text):
+        return True
+    if _DIGIT.search(text) and _DIGIT_RULES.search(text):
+        return True
+    if _PERSON_RULES.search(text):
+        return True
+    return any(match.group(1) in _FIRST_NAMES for match in _FIRST_AND_LAST.finditer(text))
+
+
+# Repeated strings (system prompts, few-shot turns, a prompt copied into the conversation, the
+# anonymizer's output re-checked by the privacy gate) are scanned once. Bounded in entries and in
+# the length of a cached string, so the cache holds at most CACHE_SIZE × CACHE_MAX_CHARS chars.
+CACHE_SIZE = 4096
+CACHE_MAX_CHARS = 16_384
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _own_cached(text: str) -> tuple[Finding, ...]:
+    return tuple(_own_findings(text)) if may_hold_pii(text) else ()
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _presidio_cached(text: str) -> tuple[Finding, ...]:
+    return _presidio_findings(text)
+
+
+def _own_scan(text: str) -> tuple[Finding, ...]:
+    if len(text) > CACHE_MAX_CHARS:
+        return tuple(_own_findings(text)) if may_hold_pii(text) else ()
+    return _own_cached(text)
+
+
+def _presidio_scan(text: str) -> tuple[Finding, ...]:
+    if len(text) > CACHE_MAX_CHARS:
+        return _presidio_findings(text)
+    return _presidio_cached(text)
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _entities_cached(text: str) -> tuple[str, ...]:
+    return tuple(sorted({finding.entity for finding in find_pii(text, use_presidio=False)}))
+
+
+def pii_entities(text: str) -> tuple[str, ...]:
+    """The entity types our own recognizers find in `text`, sorted (the privacy gate's check)."""
+    if len(text) > CACHE_MAX_CHARS:
+        return tuple(sorted({finding.entity for finding in find_pii(text, use_presidio=False)}))
+    return _entities_cached(text)
+
+
+def clear_scan_cache() -> None:
+    """Forget every cached scan (tests; or after changing recognizers at run time)."""
+    _own_cached.cache_clear()
+    _presidio_cached.cache_clear()
+    _entities_cached.cache_clear()
 
 
 def find_pii(text: str, *, use_presidio: bool = True) -> list[Finding]:
     """Non-overlapping PII findings in `text`, earliest first, the longer one winning overlaps."""
     if not text:
         return []
-    candidates = _own_findings(text)
+    candidates = list(_own_scan(text))
     if use_presidio:
-        candidates += _presidio_findings(text)
+        candidates += _presidio_scan(text)
     candidates.sort(key=lambda f: (f.start, -(f.end - f.start)))
     kept: list[Finding] = []
     for finding in candidates:

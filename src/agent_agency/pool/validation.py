@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agent_agency.pool.pii import find_pii
+from agent_agency.pool.pii import pii_entities
 from agent_agency.records import DataPoint
 
 _BOUND_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
@@ -119,7 +119,7 @@ def privacy_reasons(point: DataPoint) -> list[str]:
     """PII still present after anonymization (our fast recognizers; types only, never values)."""
     reasons = []
     for field, text in free_text_fields(point):
-        found = sorted({finding.entity for finding in find_pii(text, use_presidio=False)})
+        found = pii_entities(text)
         if found:
             reasons.append(f"privacy: {field}: contains {', '.join(found)}")
     return reasons

@@ -1,0 +1,224 @@
+"""The PII pre-filter hides no finding; cached scans and the cheap anonymized view are exact."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pool_records import make_point
+from sqlalchemy import text as sql_text
+
+from agent_agency.config import AnonymizationPolicy
+from agent_agency.pool import pii
+from agent_agency.pool.anonymize import Anonymizer
+from agent_agency.pool.pii import (
+    CACHE_MAX_CHARS,
+    PRESIDIO_TRIGGERS,
+    find_pii,
+    may_hold_pii,
+    pii_entities,
+    redact,
+)
+from agent_agency.pool.store import Store
+from agent_agency.records import Message, ToolCall
+
+FIRST = sorted(pii._FIRST_NAMES)
+WORDS = ["the", "Report", "total", "x", "=", ":", "/", ".", "(", ")", "-", "+", "\n", "id", "Ave"]
+
+
+def _digits(low: int, high: int) -> st.SearchStrategy[str]:
+    return st.text(alphabet="0123456789", min_size=low, max_size=high)
+
+
+hex_group = st.text(alphabet="0123456789abcdefABCDEF", min_size=1, max_size=4)
+separator = st.sampled_from(["", " ", "-", ".", "(", ")", " (", ") ", "/", "\n"])
+# Values shaped like every entity type, plus near misses around each recognizer's edges.
+pii_values = st.one_of(
+    st.builds(
+        lambda u, d: f"{u}@{d}.com",
+        st.from_regex(r"[a-z.]{1,8}", fullmatch=True),
+        st.from_regex(r"[a-z]{1,6}", fullmatch=True),
+    ),
+    st.builds("".join, st.lists(st.one_of(_digits(1, 4), separator), min_size=1, max_size=9)),
+    st.builds(lambda *g: ".".join(g), *[_digits(1, 3)] * 4),
+    st.builds(lambda g: ":".join(g), st.lists(hex_group, min_size=2, max_size=8)),
+    st.builds(
+        lambda f, l_: f"{f} {l_}",
+        st.sampled_from(FIRST),
+        st.from_regex(r"[A-Z][a-z]{1,6}", fullmatch=True),
+    ),
+    st.builds(
+        lambda h, n: f"{h} {n}",
+        st.sampled_from(["Mr", "Mrs.", "Dr.", "Prof", "Ms"]),
+        st.from_regex(r"[A-Z][a-z]{1,6}", fullmatch=True),
+    ),
+    st.builds(
+        lambda n, s: f"{n} Elm {s}",
+        _digits(1, 5),
+        st.sampled_from(["Street", "Ave", "Road", "Blvd", "Way"]),
+    ),
+    st.builds(
+        lambda k, v: f"{k}{v}",
+        st.sampled_from(["user_id=", "UID: ", "userid =", "uid:"]),
+        st.from_regex(r"[\w.-]{1,6}", fullmatch=True),
+    ),
+    st.builds(
+        lambda p: "/" + "/".join(p),
+        st.lists(st.from_regex(r"[\w.@-]{1,6}", fullmatch=True), min_size=1, max_size=4),
+    ),
+    st.builds(lambda p: "C:\\" + p, st.from_regex(r"[\w.]{1,8}", fullmatch=True)),
+    st.sampled_from(
+        [
+            "https://a.example/x",
+            "www.example.org",
+            "my name is Ada Lovelace",
+            "DE89 3704 0044 0532 0130 00",
+            "078-05-1120",
+            "4111 1111 1111 1111",
+            "1BoatSLRHtKNngkdXEeobR76b53LETtpyT",
+            "+1 (415) 555-2671",
+            "::1",
+        ]
+    ),
+)
+texts = st.lists(
+    st.one_of(pii_values, st.sampled_from(WORDS), st.text(max_size=6)), max_size=6
+).map(" ".join)
+
+
+def uncached_findings(text: str, *, use_presidio: bool) -> set[tuple[str, int, int]]:
+    """What the recognizers find when asked directly: no pre-filter, no cache."""
+    found = {(f.entity, f.start, f.end) for f in pii._own_findings(text)}
+    if use_presidio:
+        found |= {(f.entity, f.start, f.end) for f in pii._presidio_findings(text)}
+    return found
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts)
+def test_prefilter_never_hides_what_our_recognizers_find(text: str) -> None:
+    if pii._own_findings(text):
+        assert may_hold_pii(text), text
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts)
+def test_prefilter_passes_every_text_presidio_would_be_asked_about(text: str) -> None:
+    if any(trigger.search(text) for trigger in PRESIDIO_TRIGGERS.values()):
+        assert may_hold_pii(text), text
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts)
+def test_find_pii_equals_the_uncached_unfiltered_scan(text: str) -> None:
+    expected = uncached_findings(text, use_presidio=True)
+    kept = {(f.entity, f.start, f.end) for f in find_pii(text)}
+    assert kept <= expected
+    # every raw finding is covered by a kept one (overlaps resolve to the earlier/longer one)
+    for _entity, start, end in expected:
+        assert any(s < end and start < e for _, s, e in kept), (text, start, end)
+    assert pii_entities(text) == tuple(
+        sorted({f.entity for f in find_pii(text, use_presidio=False)})
+    )
+
+
+def test_prefilter_rejects_ordinary_task_text() -> None:
+    for text in (
+        "Task 7: a shop sells 12 pens at 3 dollars each. Total?",
+        "You are a careful assistant. Think step by step before you answer.",
+        "```python\ndef f(prices):\n    return sum(prices) * 1.2\n```",
+        "negative",
+    ):
+        assert not may_hold_pii(text)
+        assert find_pii(text) == []
+
+
+def test_cache_returns_identical_fresh_results() -> None:
+    pii.clear_scan_cache()
+    text = "Mail jane.doe@example.com or call +1 (415) 555-2671 from 10.0.0.7"
+    first = find_pii(text)
+    first.clear()  # callers may mutate what they get; the cache must not see it
+    second = find_pii(text)
+    assert second == find_pii(text) and second
+    assert {(f.entity, f.start, f.end) for f in second} <= uncached_findings(
+        text, use_presidio=True
+    )
+    assert redact(text) == redact(text)
+
+
+def test_long_texts_bypass_the_cache_with_the_same_result() -> None:
+    body = "plain words " * (CACHE_MAX_CHARS // 12 + 1)
+    text = body + " write to jane.doe@example.com"
+    assert len(text) > CACHE_MAX_CHARS
+    [finding] = find_pii(text)
+    assert finding.entity == "EMAIL_ADDRESS" and finding.start == len(body) + 10
+    anonymizer = Anonymizer(AnonymizationPolicy(), b"secret")
+    assert anonymizer.clean_text(text) == body + " write to [EMAIL]"
+
+
+def _point_with_everything() -> object:
+    point = make_point(
+        prompt="Mail jane.doe@example.com about /home/jane/app/main.py",
+        output="```python\ndef calculateTotal(userName):\n    return userName\n```",
+    )
+    conversation = [
+        Message(role="system", content="You are careful. Contact Dr. Watson if unsure."),
+        Message(role="user", content="Hi, my name is Ada Lovelace", name="ada-123"),
+        Message(
+            role="assistant",
+            content="calling",
+            tool_calls=[ToolCall(name="send", arguments={"to": ["bob@corp.example.com"], "n": 3})],
+        ),
+        Message(role="tool", content="sent to 10.0.0.7", tool_call_id="c1"),
+    ]
+    point.task.conversation = conversation
+    point.execution.failure_reason = "timeout calling +44 20 7946 0958"
+    return point
+
+
+@pytest.mark.parametrize("rename", [False, True])
+def test_anonymized_view_equals_the_full_copy(rename: bool) -> None:
+    point = _point_with_everything()
+    policy = AnonymizationPolicy(rename_identifiers=rename)
+    anonymizer = Anonymizer(policy, b"secret")
+    before = point.model_dump()  # type: ignore[attr-defined]
+    view = anonymizer.anonymized_view(point)  # type: ignore[arg-type]
+    full = anonymizer.anonymize(point)  # type: ignore[arg-type]
+    assert view.model_dump() == full.model_dump()
+    assert point.model_dump() == before  # type: ignore[attr-defined]  # input untouched
+    dumped = full.model_dump_json()
+    for secret in (
+        "jane.doe",
+        "/home/jane",
+        "Watson",
+        "Lovelace",
+        "ada-123",
+        "bob@corp",
+        "10.0.0.7",
+        "7946",
+    ):
+        assert secret not in dumped
+    assert full.task.conversation[2].tool_calls[0].arguments == {"to": ["[EMAIL]"], "n": 3}
+    assert ("func1" in full.execution.final_output) is rename
+
+
+def test_anonymize_returns_an_independent_copy() -> None:
+    point = make_point(prompt="plain text")
+    full = Anonymizer(AnonymizationPolicy(), b"secret").anonymize(point)
+    full.rl_labels.reward = 0.0
+    full.routing.selected_agent = "changed"
+    assert point.rl_labels.reward == 0.9
+    assert point.routing.selected_agent == "direct"
+
+
+def test_agent_statistics_read_the_covering_index(store: Store) -> None:
+    if store.engine.dialect.name != "sqlite":
+        pytest.skip("EXPLAIN QUERY PLAN is SQLite's")
+    query = (
+        "EXPLAIN QUERY PLAN SELECT count(*), sum(success), sum(quality), sum(reward), "
+        "sum(latency_ms), sum(tokens) FROM data_points "
+        "WHERE agent = 'a' AND task_type = 'x' AND timestamp >= '2026-01-01'"
+    )
+    with store.engine.connect() as connection:
+        plan = " ".join(str(row[-1]) for row in connection.execute(sql_text(query)))
+    assert "COVERING INDEX ix_data_points_agent_type_time_stats" in plan
