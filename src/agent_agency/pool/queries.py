@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
-from sqlalchemy import case, func, select
+from sqlalchemy import case, func, select, true
 from sqlalchemy.sql.elements import ColumnElement
 
 from agent_agency.pool import schema
@@ -168,10 +168,15 @@ def get_agent_statistics(
         since = utcnow() - time_range
         point_sums = point_sums.where(points.c.timestamp >= since)
         daily_sums = daily_sums.where(daily.c.day >= since.date())
-    totals: dict[str, list[float]] = {}
+    # One statement, one round trip: both single-row aggregates side by side. The point sums are
+    # answered from the covering index ix_data_points_agent_type_time_stats alone.
+    points_row, daily_row = point_sums.subquery(), daily_sums.subquery()
+    both = select(points_row, daily_row).select_from(points_row.join(daily_row, true()))
     with store.engine.connect() as connection:
-        _add(totals, agent, connection.execute(point_sums).one())
-        _add(totals, agent, connection.execute(daily_sums).one())
+        row = connection.execute(both).one()
+    totals: dict[str, list[float]] = {}
+    _add(totals, agent, row[:6])
+    _add(totals, agent, row[6:])
     return _statistics(agent, totals[agent])
 
 
