@@ -202,6 +202,14 @@ def test_anonymized_view_equals_the_full_copy(rename: bool) -> None:
     assert ("func1" in full.execution.final_output) is rename
 
 
+def test_redaction_cache_follows_a_policy_changed_after_construction() -> None:
+    anonymizer = Anonymizer(AnonymizationPolicy(), b"secret")
+    text = "see /home/jane/app/main.py"
+    assert anonymizer.clean_text(text) == "see /[PATH]/[FILE].py"
+    anonymizer.policy = AnonymizationPolicy(generalize_paths=False)
+    assert anonymizer.clean_text(text) == text
+
+
 def test_anonymize_returns_an_independent_copy() -> None:
     point = make_point(prompt="plain text")
     full = Anonymizer(AnonymizationPolicy(), b"secret").anonymize(point)

@@ -62,9 +62,13 @@ class Anonymizer:
     def __init__(self, policy: AnonymizationPolicy, secret: bytes) -> None:
         self.policy = policy
         self._secret = secret
-        # The policy is fixed, so a string always redacts the same way: repeated strings
-        # (system prompts, few-shot turns) are redacted once. Bounded like the scan caches.
+        # A string redacts the same way under the same rules: repeated strings (system prompts,
+        # few-shot turns) are redacted once. Bounded like the scan caches.
         self._redact_cached = functools.lru_cache(maxsize=CACHE_SIZE)(self._redact)
+        self._tenant_hash = functools.lru_cache(maxsize=1024)(self._hash_tenant)
+
+    def _hash_tenant(self, tenant_id: str) -> str:
+        return hash_tenant(tenant_id, self._secret)
 
     def _include(self, entity: str) -> bool:
         if entity == "FILE_PATH":
@@ -77,12 +81,16 @@ class Anonymizer:
         """Free text with the policy's text rules applied (identifiers first: they need code)."""
         if renamer is not None:
             text = renamer.rename_in_text(text)
+        policy = self.policy
+        rules = (policy.generalize_paths, policy.remove_user_ids, policy.redact_text_pii)
         if len(text) > CACHE_MAX_CHARS:
-            return self._redact(text)
-        return self._redact_cached(text)
+            return self._redact(text, rules)
+        return self._redact_cached(text, rules)
 
-    def _redact(self, text: str) -> str:
-        cleaned, _ = redact(text, include=self._include, use_presidio=self.policy.redact_text_pii)
+    def _redact(self, text: str, rules: tuple[bool, bool, bool]) -> str:
+        """`text` redacted under `rules` (the policy's text rules: part of the cache key, so a
+        policy changed after construction never gets a stale answer)."""
+        cleaned, _ = redact(text, include=self._include, use_presidio=rules[2])
         return cleaned
 
     def anonymize(self, point: DataPoint) -> DataPoint:
@@ -121,17 +129,22 @@ class Anonymizer:
             "anonymization_policy": self.policy.model_dump(),
         }
         if self.policy.hash_tenant:
-            update["tenant_id"] = hash_tenant(point.tenant_id, self._secret)
+            update["tenant_id"] = self._tenant_hash(point.tenant_id)
         return point.model_copy(update=update)
 
     def _clean_message(self, message: Message, clean: Callable[[str], str]) -> Message:
-        update: dict[str, Any] = {"content": clean(message.content)}
+        content = clean(message.content)
+        drop_name = self.policy.remove_user_ids and message.role == "user"
+        unchanged = content is message.content and not message.tool_calls
+        if unchanged and (message.name is None or not drop_name):
+            return message  # the common case: nothing to change
+        update: dict[str, Any] = {"content": content}
         if message.tool_calls:
             update["tool_calls"] = [
                 call.model_copy(update={"arguments": _map_strings(call.arguments, clean)})
                 for call in message.tool_calls
             ]
-        if self.policy.remove_user_ids and message.role == "user":
+        if drop_name:
             update["name"] = None
         return _changed(message, **update)
 
