@@ -36,12 +36,55 @@ class Section(BaseModel):
 
 
 def default_team() -> list[AgentSpec]:
+    """Three agents on the embedded model. Their few-shot turns are written for this project
+    (none is a built-in task): a 135M model copies the form of what it is shown, so the
+    examples teach the answer formats (label only, a JSON instance, a tool call)."""
     return [
         AgentSpec(
             name="direct",
             system_prompt=(
-                "You are a precise assistant. Give only the final answer, with no explanation."
+                "You are a precise assistant. Reply with only what is asked for: a label, a JSON "
+                "object, a number or the rewritten text. No explanation."
             ),
+            few_shot=[
+                Message(
+                    role="user",
+                    content=(
+                        "Classify the sentiment of this review as one of: positive, negative, "
+                        "neutral.\nReply with the label only.\n\nReview: The soup was cold and "
+                        "the waiter ignored us."
+                    ),
+                ),
+                Message(role="assistant", content="negative"),
+                Message(
+                    role="user",
+                    content=(
+                        "Extract name, age, city from the text below. Reply with only a JSON "
+                        "object that matches this JSON schema:\n"
+                        '{"type": "object", "properties": {"name": {"type": "string"}, '
+                        '"age": {"type": "integer"}, "city": {"type": "string"}}, '
+                        '"required": ["name", "age", "city"]}\n\n'
+                        "Text: Priya is 27 and lives in Leeds."
+                    ),
+                ),
+                Message(role="assistant", content='{"name": "Priya", "age": 27, "city": "Leeds"}'),
+                Message(
+                    role="user",
+                    content=(
+                        "Rewrite the following message in a formal, professional tone. Keep "
+                        "every fact. Do not use contractions or slang, and do not use these "
+                        "phrases: 'hi all'.\n\nMessage: hi all, budget review's moved to 3pm "
+                        "tmrw, don't be late"
+                    ),
+                ),
+                Message(
+                    role="assistant",
+                    content=(
+                        "Dear colleagues, the budget review has been moved to 3 p.m. tomorrow. "
+                        "Please be punctual."
+                    ),
+                ),
+            ],
             temperature=0.0,
             max_tokens=192,
             capabilities=["text", "code", "math", "extraction", "classification"],
@@ -69,11 +112,23 @@ def default_team() -> list[AgentSpec]:
         AgentSpec(
             name="toolsmith",
             system_prompt=(
-                "You are an assistant that uses tools whenever a tool can compute or look up "
-                "the answer. After a tool result, reply with the final answer only."
+                "You are an assistant that uses tools whenever a tool can compute the answer. "
+                "After a tool result, reply with 'Answer: <result>'."
             ),
+            few_shot=[
+                Message(
+                    role="user",
+                    content=(
+                        "What is 1234 × 5678? Use the calculator tool to compute it, then reply "
+                        "with the exact result as 'Answer: <n>'."
+                    ),
+                ),
+                Message(role="assistant", content='CALL calculator {"expression": "1234 * 5678"}'),
+                Message(role="tool", name="calculator", content="7006652"),
+                Message(role="assistant", content="Answer: 7006652"),
+            ],
             temperature=0.0,
-            max_tokens=192,
+            max_tokens=128,
             tools_enabled=True,
             capabilities=["math", "tools", "extraction", "classification", "text"],
         ),

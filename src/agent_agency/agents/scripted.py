@@ -82,7 +82,7 @@ class ScriptedBackend:
             raise ValueError("messages: at least one message is required")
         resolve_decoding(self.spec, params)  # same parameter checks as the real backends
         started = time.perf_counter()
-        task = self._task_for(messages)
+        task, asked_at = self._task_for(messages)
         attempt = sum(1 for message in messages if message.role == "assistant")
         draw_key = (self.seed, self.spec.name, task.id if task else messages[-1].content, attempt)
         if self.hang:
@@ -97,7 +97,7 @@ class ScriptedBackend:
             text = UNKNOWN_PROMPT_ANSWER
         else:
             try:
-                tool_calls, text = self._answer(task, messages, draw_key)
+                tool_calls, text = self._answer(task, messages[asked_at:], draw_key)
             except NoReferenceAnswerError as error:
                 raise BackendError(f"{self.name}: cannot simulate an answer: {error}") from None
         return Completion(
@@ -111,12 +111,13 @@ class ScriptedBackend:
         )
 
     def _answer(
-        self, task: Task, messages: list[Message], draw_key: tuple[object, ...]
+        self, task: Task, since_asked: list[Message], draw_key: tuple[object, ...]
     ) -> tuple[list[ToolCall], str]:
+        """Tool calls first (unless a tool already answered in this attempt), then the answer."""
         if (
             task.tools
             and self.spec.tools_enabled
-            and not any(message.role == "tool" for message in messages)
+            and not any(message.role == "tool" for message in since_asked)
         ):
             calls = reference_tool_calls(task)
             if calls:
@@ -125,9 +126,11 @@ class ScriptedBackend:
             return [], reference_answer(task)
         return [], wrong_answer(task, int(stable_uniform("wrong", *draw_key) * 2**31))
 
-    def _task_for(self, messages: list[Message]) -> Task | None:
-        """The task whose prompt is the latest matching user turn (feedback turns come after)."""
-        for message in reversed(messages):
+    def _task_for(self, messages: list[Message]) -> tuple[Task | None, int]:
+        """The task whose prompt is the latest matching user turn (feedback turns come after),
+        and that turn's index; few-shot turns before it are not part of this attempt."""
+        for index in range(len(messages) - 1, -1, -1):
+            message = messages[index]
             if message.role == "user" and message.content in self._tasks_by_prompt:
-                return self._tasks_by_prompt[message.content]
-        return None
+                return self._tasks_by_prompt[message.content], index
+        return None, len(messages)
