@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,8 +21,9 @@ from agent_agency.pool.pii import (
     pii_entities,
     redact,
 )
+from agent_agency.pool.queries import get_agent_statistics
 from agent_agency.pool.store import Store
-from agent_agency.records import Message, ToolCall
+from agent_agency.records import Message, ToolCall, utcnow
 
 FIRST = sorted(pii._FIRST_NAMES)
 WORDS = ["the", "Report", "total", "x", "=", ":", "/", ".", "(", ")", "-", "+", "\n", "id", "Ave"]
@@ -230,3 +233,38 @@ def test_agent_statistics_read_the_covering_index(store: Store) -> None:
     with store.engine.connect() as connection:
         plan = " ".join(str(row[-1]) for row in connection.execute(sql_text(query)))
     assert "COVERING INDEX ix_data_points_agent_type_time_stats" in plan
+
+
+@pytest.mark.parametrize("task_type", [None, "math"])
+@pytest.mark.parametrize("days", [None, 3])
+def test_agent_statistics_every_shape_matches_a_direct_count(
+    store: Store, task_type: str | None, days: int | None
+) -> None:
+    now = utcnow()
+    points = [
+        make_point(
+            f"s{i}",
+            agent=("a", "b")[i % 2],
+            task_type=("math", "code")[(i // 2) % 2],
+            quality=0.1 + i / 20,
+            success=i % 3 != 0,
+            when=now - timedelta(days=i % 6, hours=1),
+        )
+        for i in range(16)
+    ]
+    assert store.ingest(points).accepted == len(points)
+    for agent in ("a", "b"):
+        window = timedelta(days=days) if days is not None else None
+        expected = [
+            p
+            for p in points
+            if p.routing.selected_agent == agent
+            and (task_type is None or p.task.task_type == task_type)
+            and (window is None or p.timestamp >= now - window)
+        ]
+        stats = get_agent_statistics(store, agent, task_type, window)
+        assert stats.n == len(expected) > 0
+        assert stats.successes == sum(p.execution.success for p in expected)
+        assert stats.mean_quality == pytest.approx(
+            sum(p.evaluation.quality_score for p in expected) / len(expected)
+        )

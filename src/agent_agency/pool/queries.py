@@ -5,12 +5,13 @@ Statistics cover every tier: data points still held in full plus the cold tier's
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
-from sqlalchemy import case, func, select, true
+from sqlalchemy import Select, bindparam, case, func, select, true
 from sqlalchemy.sql.elements import ColumnElement
 
 from agent_agency.pool import schema
@@ -140,10 +141,14 @@ def get_system_statistics(
     return [_statistics(key, sums) for key, sums in sorted(groups.items())]
 
 
-def get_agent_statistics(
-    store: Store, agent: str, task_type: str | None = None, time_range: timedelta | None = None
-) -> GroupStatistics:
-    """One agent's statistics (optionally for one task type and recent window), for routing."""
+@functools.cache
+def _agent_statistics_statement(by_type: bool, windowed: bool) -> Select[Any]:
+    """The statement behind `get_agent_statistics`, built once per shape (parameters bound at
+    call time), so a call pays neither statement construction nor cache-key generation.
+
+    One statement, one round trip: both single-row aggregates side by side. The point sums are
+    answered from the covering index ix_data_points_agent_type_time_stats alone.
+    """
     points, daily = schema.data_points, schema.agent_stats_daily
     point_sums = select(
         func.count(),
@@ -152,7 +157,7 @@ def get_agent_statistics(
         func.sum(points.c.reward),
         func.sum(points.c.latency_ms),
         func.sum(points.c.tokens),
-    ).where(points.c.agent == agent)
+    ).where(points.c.agent == bindparam("agent"))
     daily_sums = select(
         func.sum(daily.c.n),
         func.sum(daily.c.successes),
@@ -160,20 +165,31 @@ def get_agent_statistics(
         func.sum(daily.c.reward_sum),
         func.sum(daily.c.latency_sum),
         func.sum(daily.c.tokens_sum),
-    ).where(daily.c.agent == agent)
+    ).where(daily.c.agent == bindparam("agent"))
+    if by_type:
+        point_sums = point_sums.where(points.c.task_type == bindparam("task_type"))
+        daily_sums = daily_sums.where(daily.c.task_type == bindparam("task_type"))
+    if windowed:
+        point_sums = point_sums.where(points.c.timestamp >= bindparam("since"))
+        daily_sums = daily_sums.where(daily.c.day >= bindparam("since_day"))
+    points_row, daily_row = point_sums.subquery(), daily_sums.subquery()
+    return select(points_row, daily_row).select_from(points_row.join(daily_row, true()))
+
+
+def get_agent_statistics(
+    store: Store, agent: str, task_type: str | None = None, time_range: timedelta | None = None
+) -> GroupStatistics:
+    """One agent's statistics (optionally for one task type and recent window), for routing."""
+    parameters: dict[str, Any] = {"agent": agent}
     if task_type is not None:
-        point_sums = point_sums.where(points.c.task_type == task_type)
-        daily_sums = daily_sums.where(daily.c.task_type == task_type)
+        parameters["task_type"] = task_type
     if time_range is not None:
         since = utcnow() - time_range
-        point_sums = point_sums.where(points.c.timestamp >= since)
-        daily_sums = daily_sums.where(daily.c.day >= since.date())
-    # One statement, one round trip: both single-row aggregates side by side. The point sums are
-    # answered from the covering index ix_data_points_agent_type_time_stats alone.
-    points_row, daily_row = point_sums.subquery(), daily_sums.subquery()
-    both = select(points_row, daily_row).select_from(points_row.join(daily_row, true()))
+        parameters["since"] = since
+        parameters["since_day"] = since.date()
+    statement = _agent_statistics_statement(task_type is not None, time_range is not None)
     with store.engine.connect() as connection:
-        row = connection.execute(both).one()
+        row = connection.execute(statement, parameters).one()
     totals: dict[str, list[float]] = {}
     _add(totals, agent, row[:6])
     _add(totals, agent, row[6:])
