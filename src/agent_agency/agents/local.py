@@ -9,6 +9,7 @@ system prompt and calls parsed from the text (`tool_protocol`).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import importlib.resources
 import os
@@ -105,9 +106,20 @@ def shared_model(path: Path) -> Any:
                     )
             except (ValueError, RuntimeError, OSError) as error:
                 raise BackendError(f"could not load model {path}: {error}") from None
+            if not _MODELS:
+                atexit.register(_close_models)
             _MODELS[path] = model
             _GENERATION_LOCKS[path] = threading.Lock()
         return model
+
+
+def _close_models() -> None:
+    """Free the models before interpreter shutdown; llama.cpp's own finalizer fails when it runs
+    after the bindings it calls have been torn down."""
+    with _LOAD_LOCK:
+        for model in _MODELS.values():
+            model.close()
+        _MODELS.clear()
 
 
 def render_for_chat_template(messages: list[Message]) -> list[Message]:
