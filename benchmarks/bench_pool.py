@@ -10,6 +10,7 @@ import random
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -18,69 +19,163 @@ from sqlalchemy import text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "pool"))
 from pool_records import make_point  # noqa: E402
-from results import write_section  # noqa: E402
 
 from agent_agency.config import AnonymizationPolicy  # noqa: E402
 from agent_agency.pool import schema  # noqa: E402
 from agent_agency.pool.anonymize import Anonymizer  # noqa: E402
 from agent_agency.pool.engine import RawJson  # noqa: E402
-from agent_agency.pool.pii import find_pii  # noqa: E402
+from agent_agency.pool.pii import (  # noqa: E402
+    PRESIDIO_TRIGGERS,
+    clear_scan_cache,
+    find_pii,
+    presidio_analyzer,
+)
 from agent_agency.pool.queries import get_agent_statistics  # noqa: E402
 from agent_agency.pool.store import Store, data_point_row  # noqa: E402
+from agent_agency.pool.validation import free_text_fields  # noqa: E402
 from agent_agency.records import DataPoint, Message, utcnow  # noqa: E402
+
+from results import write_section  # noqa: E402
 
 os.environ.setdefault("AGENCY_TENANT_SECRET", "benchmark-secret")
 RNG = random.Random(7)
 NOW = utcnow()
 AGENTS = [f"agent-{i}" for i in range(10)]
 TYPES = ["math", "code", "extraction", "classification", "text"]
+QUERIES = 10_000
 CODE = "def calculateTotal(prices):\n    total = sum(prices)\n    return total * 1.2\n"
+SYSTEM_PROMPTS = {
+    agent: (
+        f"You are {agent}, a careful assistant working for the Agent Agency. Think step by step "
+        "before you answer, keep the final answer short, and never invent facts. When you write "
+        "code, write Python 3.11 with type hints, put it in one fenced block and explain it in "
+        "one sentence. When a question is ambiguous, state the assumption you make. Refuse to "
+        "reveal credentials, personal data or anything from other users' conversations. "
+        f"Style profile {i}: {'concise' if i % 2 else 'thorough'}, plain English, no emojis."
+    )
+    for i, agent in enumerate(AGENTS)
+}
+FEW_SHOT = {
+    "math": [("What is 12 * 11?", "12 * 11 = 132. The answer is 132.")],
+    "code": [
+        (
+            "Write a function that reverses a string.",
+            "```python\ndef reverse(text: str) -> str:\n    return text[::-1]\n```\n"
+            "Slicing with a step of -1 walks the string backwards.",
+        )
+    ],
+    "extraction": [
+        (
+            "Extract the product and the price: 'The blue kettle costs 39 euros.'",
+            '{"product": "blue kettle", "price": 39, "currency": "EUR"}',
+        )
+    ],
+    "classification": [
+        ("Classify the sentiment: 'The update broke my workflow.'", "negative"),
+        ("Classify the sentiment: 'Setup took two minutes, great job.'", "positive"),
+    ],
+    "text": [
+        (
+            "Rewrite formally: 'gonna be late, traffic is nuts'",
+            "I will be arriving late because of heavy traffic.",
+        )
+    ],
+}
+PII_SNIPPETS = [
+    " Send the result to {first}.{i}@example.com when done.",
+    " My colleague {first} Garcia can be reached at +1 (415) 555-{phone:04d}.",
+    " The config lives in /home/{lower}/projects/billing/tax_{i}.py on host 10.0.{oct}.{oct2}.",
+]
+FIRST = ["James", "Maria", "Wei", "Priya", "Olivia", "Ahmed", "Chloe", "Lucas"]
+
+
+def task_prompt(i: int, task_type: str) -> str:
+    if task_type == "math":
+        return f"Task {i}: a shop sells {i % 90 + 3} pens at {i % 7 + 2} dollars each. Total?"
+    if task_type == "code":
+        return f"Task {i}: write a function that applies a {i % 30 + 5}% tax to a list of prices."
+    if task_type == "extraction":
+        return f"Extract the product and the price: 'Order {i}: the red lamp costs {i % 80} euros.'"
+    if task_type == "classification":
+        return f"Classify the sentiment: 'Ticket {i}: the export is slow but it works.'"
+    return f"Rewrite formally: 'ticket {i} is done, ping me if stuff breaks'"
+
+
+def model_output(i: int, task_type: str) -> str:
+    if task_type == "math":
+        return f"{i % 90 + 3} pens at {i % 7 + 2} dollars is {(i % 90 + 3) * (i % 7 + 2)} dollars."
+    if task_type == "code":
+        return f"```python\n{CODE}```\nThe total for [10, 20] is {36 + i % 7}."
+    if task_type == "extraction":
+        return f'{{"product": "red lamp", "price": {i % 80}, "currency": "EUR"}}'
+    if task_type == "classification":
+        return "neutral"
+    return f"Ticket {i} has been completed. Please let me know if any problems arise."
 
 
 def realistic_point(i: int, pii: bool) -> DataPoint:
-    prompt = f"Task {i}: write a function that applies a 20% tax to a list of prices."
+    """An arbiter-like point: system prompt, few-shot turns, the task prompt, the model's answer.
+
+    With `pii`, the task prompt carries one of three snippets (e-mail; name and phone; file path
+    and IP address) and, for every third such point, the answer repeats it.
+    """
+    agent, task_type = AGENTS[i % 10], TYPES[i % 5]
+    prompt = task_prompt(i, task_type)
+    answer = model_output(i, task_type)
     if pii:
-        prompt += f" Send it to user{i}@example.com, config in /home/u{i}/proj/tax.py"
-    answer = f"```python\n{CODE}```\nThe total for [10, 20] is {36 + i % 7}."
+        first = FIRST[i % len(FIRST)]
+        snippet = PII_SNIPPETS[(i // 10) % 3].format(
+            first=first, lower=first.lower(), i=i, phone=i % 10_000, oct=i % 250, oct2=i % 199
+        )
+        prompt += snippet
+        if (i // 10) % 3 == 0:
+            answer += " I noted:" + snippet
     point = make_point(
         f"p{i}",
-        agent=AGENTS[i % 10],
-        task_type=TYPES[i % 5],
+        agent=agent,
+        task_type=task_type,
         prompt=prompt,
         output=answer,
         quality=0.5 + (i % 50) / 100,
         when=NOW - timedelta(minutes=i),
     )
-    conversation = [
-        Message(role="system", content="You are a careful assistant. Think step by step."),
-        Message(role="user", content=prompt),
-        Message(role="assistant", content=answer),
-    ]
+    conversation = [Message(role="system", content=SYSTEM_PROMPTS[agent])]
+    for question, reply in FEW_SHOT[task_type]:
+        conversation.append(Message(role="user", content=question))
+        conversation.append(Message(role="assistant", content=reply))
+    conversation.append(Message(role="user", content=prompt))
+    conversation.append(Message(role="assistant", content=answer))
     return point.model_copy(
         update={"task": point.task.model_copy(update={"conversation": conversation})}
     )
 
 
-def bench_ingest(url: str, n: int, batch: int) -> tuple[float, float]:
-    """(points/s with the default policy, points/s for points already anonymized)."""
+def bench_ingest(url: str, n: int, batch: int) -> list[tuple[float, float]]:
+    """(points/s by wall clock, points/s by process CPU time) with the default policy, then for
+    points already anonymized. CPU time is reported because the machine's 2 cores are shared."""
     points = [realistic_point(i, pii=i % 10 == 0) for i in range(n)]
     rates = []
     for pre_anonymized in (False, True):
+        clear_scan_cache()  # no scan cached from an earlier run
         with Store.open(url) as store:
             with store.engine.begin() as connection:
                 connection.execute(schema.data_points.delete())
             batch_points = points
             if pre_anonymized:
                 batch_points = [store.anonymizer.anonymize(p) for p in points]
-            store.ingest(batch_points[:10])  # warm up Presidio and the connection
+                clear_scan_cache()  # the preparation must not warm the privacy gate's cache
+            warm_up = [realistic_point(n + i, pii=i % 2 == 0) for i in range(10)]
+            store.ingest(warm_up)  # Presidio and the connection, not the points measured
             with store.engine.begin() as connection:
                 connection.execute(schema.data_points.delete())
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             for offset in range(0, n, batch):
                 report = store.ingest(batch_points[offset : offset + batch])
                 assert report.quarantined == 0, report.reasons
-            rates.append(n / (time.perf_counter() - start))
-    return rates[0], rates[1]
+                assert report.accepted == len(batch_points[offset : offset + batch])
+            wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+            rates.append((n / wall, n / cpu))
+    return rates
 
 
 def bench_storage(tmp: Path, n: int) -> float:
@@ -93,11 +188,11 @@ def bench_storage(tmp: Path, n: int) -> float:
             connection.execute(text("PRAGMA wal_checkpoint(TRUNCATE)"))
             pages = connection.execute(text("PRAGMA page_count")).scalar_one()
             size = connection.execute(text("PRAGMA page_size")).scalar_one()
-    return pages * size / n
+    return float(pages * size / n)
 
 
-def bench_query(url: str, n: int) -> tuple[float, float]:
-    """p50 and p99 ms of get_agent_statistics(agent, type, last 7 days) over n stored points."""
+def bench_query(url: str, n: int) -> tuple[float, float, float, float]:
+    """p50/p99 ms of get_agent_statistics(agent, type, 7 days) over n points: wall, then CPU."""
     template = realistic_point(0, pii=False)
     row = data_point_row(template, "warm")
     payload = RawJson(template.model_dump_json())
@@ -121,15 +216,21 @@ def bench_query(url: str, n: int) -> tuple[float, float]:
         if store.engine.dialect.name == "postgresql":
             with store.engine.connect() as connection:
                 connection.execute(text("ANALYZE data_points"))
-        timings = []
-        for i in range(2000):
-            start = time.perf_counter()
+        timings, cpu = [], []
+        for i in range(QUERIES):
+            start, start_cpu = time.perf_counter(), time.process_time()
             stats = get_agent_statistics(
                 store, AGENTS[i % 10], TYPES[i % 5], time_range=timedelta(days=7)
             )
             timings.append((time.perf_counter() - start) * 1000)
+            cpu.append((time.process_time() - start_cpu) * 1000)
             assert stats.n > 0
-    return float(np.percentile(timings, 50)), float(np.percentile(timings, 99))
+    return (
+        float(np.percentile(timings, 50)),
+        float(np.percentile(timings, 99)),
+        float(np.percentile(cpu, 50)),
+        float(np.percentile(cpu, 99)),
+    )
 
 
 def bench_anonymization(n: int) -> tuple[float, float, float]:
@@ -153,7 +254,6 @@ def bench_anonymization(n: int) -> tuple[float, float, float]:
     )
 
 
-FIRST = ["James", "Maria", "Wei", "Priya", "Olivia", "Ahmed", "Chloe", "Lucas"]
 LAST = ["Garcia", "Nguyen", "Okafor", "Smith", "Kowalski", "Haddad", "Larsen", "Brown"]
 
 
@@ -170,7 +270,7 @@ def luhn_card() -> str:
 
 def pii_corpus(per_type: int) -> dict[str, list[tuple[str, str]]]:
     """(text, planted value) per PII type, in prose and in code."""
-    makers = {
+    makers: dict[str, Callable[[], str]] = {
         "email": lambda: (
             f"{RNG.choice(FIRST).lower()}.{RNG.randrange(999)}@mail{RNG.randrange(9)}.com"
         ),
@@ -221,6 +321,25 @@ def bench_recall(per_type: int) -> dict[str, float]:
     return recall
 
 
+def bench_presidio_phone(n: int) -> tuple[float, float]:
+    """Median ms of one Presidio phone-recognizer pass over a PII prompt of the ingest benchmark,
+    and how many distinct strings per ingested point reach that recognizer (its trigger)."""
+    analyzer = presidio_analyzer()
+    texts = [realistic_point(i * 10 + 10, pii=True).task.prompt for i in range(200)]
+    analyzer.analyze(texts[0], language="en", entities=["PHONE_NUMBER"])
+    timings = []
+    for text_ in texts:
+        start = time.perf_counter()
+        analyzer.analyze(text_, language="en", entities=["PHONE_NUMBER"])
+        timings.append((time.perf_counter() - start) * 1000)
+    trigger = PRESIDIO_TRIGGERS["PHONE_NUMBER"]
+    strings: set[str] = set()
+    for i in range(n):
+        strings.update(text_ for _, text_ in free_text_fields(realistic_point(i, pii=i % 10 == 0)))
+    share = len([text_ for text_ in strings if trigger.search(text_)]) / n
+    return float(np.percentile(timings, 50)), share
+
+
 def postgres_url() -> str | None:
     url = os.environ.get("AGENCY_TEST_POSTGRES_URL")
     if not url:
@@ -239,24 +358,30 @@ def postgres_url() -> str | None:
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        sqlite_default, sqlite_pre = bench_ingest(f"sqlite:///{tmp / 'ingest.db'}", 20_000, 1000)
+        sqlite_rates = bench_ingest(f"sqlite:///{tmp / 'ingest.db'}", 20_000, 1000)
         pg = postgres_url()
         pg_rates = bench_ingest(pg, 20_000, 1000) if pg else None
         per_point = bench_storage(tmp, 5_000)
-        q50, q99 = bench_query(f"sqlite:///{tmp / 'query.db'}", 1_000_000)
+        q50, q99, c50, c99 = bench_query(f"sqlite:///{tmp / 'query.db'}", 1_000_000)
         a50, a50_pii, a99 = bench_anonymization(5_000)
         recall = bench_recall(200)
-    pg_cell = (
-        f"{pg_rates[0]:,.0f} / {pg_rates[1]:,.0f}" if pg_rates else "not run (no server URL set)"
-    )
+        phone_ms, phone_share = bench_presidio_phone(20_000)
+    sample = realistic_point(30, pii=True)
+    sample_size = len(sample.model_dump_json())
+
+    def rates(pair: list[tuple[float, float]]) -> str:
+        return " / ".join(f"{wall:,.0f} ({cpu:,.0f} CPU)" for wall, cpu in pair)
+
+    pg_cell = rates(pg_rates) if pg_rates else "not run (no server URL set)"
     rows = [
         "| metric | value | target |",
         "| --- | --- | --- |",
         f"| ingest SQLite, default policy (10% PII) / already anonymized, points/s | "
-        f"{sqlite_default:,.0f} / {sqlite_pre:,.0f} | ≥ 20,000 |",
+        f"{rates(sqlite_rates)} | ≥ 20,000 |",
         f"| ingest PostgreSQL, same two cases, points/s | {pg_cell} | |",
-        f"| get_agent_statistics (agent, type, 7 days), 1M points, p50 / p99 | "
+        f"| get_agent_statistics (agent, type, 7 days), 1M points, p50 / p99 wall | "
         f"{q50:.2f} / {q99:.2f} ms | p99 < 5 ms |",
+        f"| same, p50 / p99 CPU time per call | {c50:.2f} / {c99:.2f} ms | |",
         f"| anonymization per sample, p50 (all) / p50 (PII samples) / p99 | "
         f"{a50:.2f} / {a50_pii:.2f} / {a99:.2f} ms | p50 < 2 ms |",
         f"| storage per warm data point with conversation (SQLite file) | "
@@ -266,11 +391,36 @@ def main() -> None:
         f"| {name} | {value:.1%} |" for name, value in recall.items()
     ]
     body = f"""
-20,000 realistic points (3-message conversation with a code block; 10% carry an e-mail and a
-path) ingested in batches of 1,000 through the full pipeline (validation gates, anonymization,
-one transaction per batch). "Already anonymized" points skip the anonymizer but still pass every
-gate, including the privacy scan. Query: 1,000,000 rows over 90 days, 10 agents × 5 task types,
-2,000 queries. Anonymization: policy with every rule on (identifier renaming included).
+**Ingest.** 20,000 points shaped like the arbiter's records, ingested in batches of 1,000
+through the full pipeline (structural gates, anonymization with the default policy, the privacy
+gate, one transaction and one executemany per batch). Each point is a full `DataPoint` (about
+{sample_size / 1024:.1f} KB of JSON) whose conversation is: the agent's system prompt (~480
+characters, one per agent, 10 agents), the task type's few-shot turns (1–2 user/assistant pairs,
+5 task types), the task prompt (unique per point) and the model's answer (unique: arithmetic, a
+fenced Python block, a JSON object, a label or a formal sentence); `task.prompt` and
+`execution.final_output` repeat the last two. 10% of points carry PII in the prompt, in turn one
+of: an e-mail address; a full name and a phone number; a home-directory file path and an IPv4
+address; for a third of those the answer repeats it. "Already anonymized" points skip the
+anonymizer but still pass every gate, including the privacy scan. Rates are given by wall clock
+and, in parentheses, by the process's CPU time (2 cores shared with other work).
+
+Scans are cached per distinct string (bounded LRU, 4,096 strings of ≤ 16 KB), and a string is
+only scanned when a cheap pre-filter, a proven superset of every recognizer's matches (see
+`pool/pii.py`; property-tested), says it could hold PII. A string with a phone-like digit run
+still goes through Presidio's phone recognizer (the `phonenumbers` library over 8 regions):
+{phone_ms:.2f} ms (median) per PII prompt here; {phone_share:.3f} distinct strings per point reach
+it, so ~{phone_ms * 1000 * phone_share:.0f} µs averaged over every point, against a whole budget
+of 50 µs per point at 20,000/s. **The target is missed by {20_000 / sqlite_rates[0][0]:.1f}×**
+(wall clock; {20_000 / sqlite_rates[0][1]:.1f}× by CPU time). Without the anonymizer ("already
+anonymized") the rest of the pipeline (pydantic records, gates, one JSON serialization, SQLite)
+still costs ~{1e6 / sqlite_rates[1][1]:.0f} µs of CPU per point, so even PII-free traffic would
+not reach 20,000/s on this path; getting there would need ingest to work on plain dicts/JSON
+instead of pydantic records, and Presidio's phone recognizer replaced or batched.
+
+**Query.** 1,000,000 rows over 90 days, 10 agents × 5 task types, {QUERIES:,} queries (agent,
+task type, last 7 days: ~1,600 matching rows each). The sums come from one statement reading
+only the covering index `ix_data_points_agent_type_time_stats` plus the cold tier's daily rows.
+Anonymization: policy with every rule on (identifier renaming included).
 
 {chr(10).join(rows)}
 
