@@ -10,12 +10,13 @@ online, with logged propensities. Two target policies whose true value is known 
 from __future__ import annotations
 
 import numpy as np
-from results import write_section
 
 from agent_agency.arbiter.ope import LoggedOutcome, evaluate_policy, replay_policy
 from agent_agency.arbiter.router import Router
 from agent_agency.config import RoutingSettings
 from agent_agency.records import AgentSpec, GraderSpec, RoutingStrategy, Task
+
+from results import write_section
 
 AGENTS, TYPES, DECISIONS, LOGS = 4, 3, 300, 100
 
