@@ -76,13 +76,13 @@ def parse_tool_calls(text: str, tools: Sequence[ToolSpec]) -> list[ToolCall]:
         for match in pattern.finditer(text):
             if _inside(match.start(), taken):
                 continue
-            inner_end = _closing_paren(text, match.end() - 1)
-            if inner_end is None:
+            call_end = _closing_bracket(text, match.end() - 1)
+            if call_end is None:
                 continue
-            arguments = _arguments_from_call_expression(text[match.end() : inner_end], tool)
+            arguments = _arguments_from_call_expression(text[match.end() : call_end - 1], tool)
             if arguments is not None:
                 found.append((match.start(), ToolCall(name=tool.name, arguments=arguments)))
-                taken.append((match.start(), inner_end + 1))
+                taken.append((match.start(), call_end))
 
     found.sort(key=lambda item: item[0])
     return [call for _, call in found]
@@ -175,9 +175,9 @@ def _arguments_from_text(rest: str, tool: ToolSpec) -> dict[str, Any] | None:
     if not rest:
         return {} if not _properties(tool) else None
     if rest.startswith("("):
-        end = _closing_paren(rest, 0)
+        end = _closing_bracket(rest, 0)
         if end is not None:
-            return _arguments_from_call_expression(rest[1:end], tool)
+            return _arguments_from_call_expression(rest[1 : end - 1], tool)
     if rest.startswith("{"):
         decoded = _first_json_value(rest)
         if decoded is not None:
@@ -223,26 +223,6 @@ def _unquote(text: str) -> str:
     return text
 
 
-def _closing_paren(text: str, open_index: int) -> int | None:
-    """Index of the parenthesis closing the one at `open_index`, skipping quoted strings."""
-    depth = 0
-    quote: str | None = None
-    for index in range(open_index, len(text)):
-        char = text[index]
-        if quote is not None:
-            if char == quote and text[index - 1] != "\\":
-                quote = None
-        elif char in "\"'":
-            quote = char
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth == 0:
-                return index
-    return None
-
-
 def _first_json_value(text: str) -> Any:
     for _, _, value in _json_values(text, []):
         return value
@@ -274,8 +254,8 @@ def _json_values(text: str, taken: list[tuple[int, int]]) -> list[tuple[int, int
 
 
 def _closing_bracket(text: str, open_index: int) -> int | None:
-    """End (exclusive) of the bracketed span starting at `open_index`, skipping strings."""
-    pairs = {"{": "}", "[": "]"}
+    """End (exclusive) of the (), {} or [] span opening at `open_index`, skipping strings."""
+    pairs = {"(": ")", "{": "}", "[": "]"}
     stack: list[str] = []
     quote: str | None = None
     for index in range(open_index, len(text)):
@@ -287,7 +267,7 @@ def _closing_bracket(text: str, open_index: int) -> int | None:
             quote = char
         elif char in pairs:
             stack.append(pairs[char])
-        elif char in "}]":
+        elif char in ")}]":
             if not stack or stack.pop() != char:
                 return None
             if not stack:
