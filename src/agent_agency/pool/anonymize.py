@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -110,6 +110,34 @@ class Anonymizer:
         def clean(text: str) -> str:
             return self.clean_text(text, renamer)
 
+        return self._view(point, clean, self.policy.model_dump())
+
+    def anonymized_views(self, points: Sequence[DataPoint]) -> list[DataPoint]:
+        """`anonymized_view` of each point, cleaning each distinct string once for the batch.
+
+        System prompts and few-shot turns repeat in every point: their cleaned text comes from a
+        batch-local dict instead of one cache call per occurrence. With identifier renaming on,
+        aliases depend on the point, so each point is cleaned on its own.
+        """
+        if self.policy.rename_identifiers:
+            return [self.anonymized_view(point) for point in points]
+        policy = self.policy.model_dump()
+        # text → its cleaned form, or "" when cleaning leaves it unchanged (the point then keeps
+        # its own string object, so unchanged sub-records are shared, not copied)
+        memo: dict[str, str] = {}
+
+        def clean(text: str) -> str:
+            cleaned = memo.get(text)
+            if cleaned is None:
+                cleaned = self.clean_text(text)
+                cleaned = memo[text] = "" if cleaned == text else cleaned
+            return cleaned or text
+
+        return [self._view(point, clean, dict(policy)) for point in points]
+
+    def _view(
+        self, point: DataPoint, clean: Callable[[str], str], policy: dict[str, Any]
+    ) -> DataPoint:
         task = point.task
         prompt = clean(task.prompt)
         conversation = [self._clean_message(message, clean) for message in task.conversation]
@@ -126,7 +154,7 @@ class Anonymizer:
                 execution, final_output=final_output, failure_reason=failure_reason
             ),
             "evaluation": _changed(evaluation, gates=gates),
-            "anonymization_policy": self.policy.model_dump(),
+            "anonymization_policy": policy,
         }
         if self.policy.hash_tenant:
             update["tenant_id"] = self._tenant_hash(point.tenant_id)

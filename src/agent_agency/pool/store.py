@@ -188,6 +188,38 @@ def insert_new(connection: Connection, table: Table, rows: list[dict[str, Any]])
     return {row[0] for row in result}
 
 
+_DATA_POINT_COLUMNS = tuple(column.name for column in schema.data_points.columns)
+_SQLITE_INSERT_POINTS = (
+    f"INSERT INTO data_points ({', '.join(_DATA_POINT_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in _DATA_POINT_COLUMNS)}) ON CONFLICT (id) DO NOTHING"
+)
+
+
+def insert_points(connection: Connection, rows: list[dict[str, Any]]) -> int:
+    """Insert data point rows whose id is not stored yet; how many were inserted.
+
+    On SQLite one DBAPI executemany, each value passed through its column type's own bind
+    processor (so the stored values are exactly what a SQLAlchemy insert stores); elsewhere
+    `insert_new`.
+    """
+    if not rows:
+        return 0
+    dialect = connection.dialect
+    if dialect.name != "sqlite":
+        return len(insert_new(connection, schema.data_points, rows))
+    processors = [
+        column.type.dialect_impl(dialect).bind_processor(dialect)
+        for column in schema.data_points.columns
+    ]
+    steps = list(zip(_DATA_POINT_COLUMNS, processors, strict=True))
+    values = [
+        tuple(row[name] if process is None else process(row[name]) for name, process in steps)
+        for row in rows
+    ]
+    result = connection.exec_driver_sql(_SQLITE_INSERT_POINTS, values)
+    return int(result.rowcount)
+
+
 def _execution_facts(
     connection: Connection, batch: Sequence[Execution], wanted: set[str]
 ) -> dict[str, tuple[int, float, int]]:
@@ -339,20 +371,37 @@ class Store:
         is returned only after the commit: what it counts as accepted is stored.
         """
         report = IngestReport()
-        clean: list[DataPoint] = []
-        rejected: list[dict[str, Any]] = []
         anonymizer = self.anonymizer
+        # (index, raw input, reasons) of every rejected point, quarantined in input order
+        failures: list[tuple[int, DataPoint | Mapping[str, Any], list[str]]] = []
+        passed: list[tuple[int, DataPoint | Mapping[str, Any], DataPoint]] = []
         for index, raw in enumerate(points):
             point, reasons = parse_point(raw)
             if point is not None:
                 reasons = structural_reasons(point)
             if point is not None and not reasons:
-                if point.anonymization_policy is None:
-                    point = anonymizer.anonymized_view(point)
-                reasons = privacy_reasons(point)
-            if point is not None and not reasons:
+                passed.append((index, raw, point))
+            else:
+                failures.append((index, raw, reasons))
+        # Anonymize the batch at once (each distinct string cleaned once), then the privacy gate
+        # (each distinct string checked once).
+        views = iter(
+            anonymizer.anonymized_views(
+                [point for _, _, point in passed if point.anonymization_policy is None]
+            )
+        )
+        memo: dict[str, tuple[str, ...]] = {}
+        clean: list[DataPoint] = []
+        for index, raw, point in passed:
+            if point.anonymization_policy is None:
+                point = next(views)
+            reasons = privacy_reasons(point, memo)
+            if reasons:
+                failures.append((index, raw, reasons))
+            else:
                 clean.append(point)
-                continue
+        rejected: list[dict[str, Any]] = []
+        for index, raw, reasons in sorted(failures, key=lambda failure: failure[0]):
             raw_payload = raw.model_dump(mode="json") if isinstance(raw, DataPoint) else raw
             payload = anonymizer.scrub_payload(raw_payload)
             rejected.append(_quarantine_row(_raw_id(raw, index), payload, reasons))
@@ -363,7 +412,7 @@ class Store:
                 fresh = self._add_reward_noise(connection, fresh, rejected, report)
             now = utcnow()
             rows = [data_point_row(p, tier_for(p.timestamp, now, self.settings)) for p in fresh]
-            report.accepted = len(insert_new(connection, schema.data_points, rows))
+            report.accepted = insert_points(connection, rows)
             report.duplicates += len(rows) - report.accepted
             if rejected:
                 statement = dialect_insert(connection, schema.quarantine)

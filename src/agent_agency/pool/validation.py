@@ -8,7 +8,7 @@ reason is reported, prefixed with its gate and the field it concerns.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -41,26 +41,33 @@ def parse_point(raw: DataPoint | Mapping[str, Any]) -> tuple[DataPoint | None, l
         return None, reasons
 
 
-def _unit_interval(point: DataPoint) -> Iterator[tuple[str, float]]:
-    yield "evaluation.quality_score", point.evaluation.quality_score
-    yield "rl_labels.reward", point.rl_labels.reward
-    yield "routing.confidence", point.routing.confidence
-    yield "routing.propensity", point.routing.propensity
-    yield "execution.tool_call_success_rate", point.execution.tool_call_success_rate
-    for index, gate in enumerate(point.evaluation.gates):
-        yield f"evaluation.gates.{index}.score", gate.score
-    for name, score in point.evaluation.rubric.model_dump().items():
-        yield f"evaluation.rubric.{name}", score
+def _unit_interval(point: DataPoint) -> list[tuple[str, float]]:
+    evaluation = point.evaluation
+    values = [
+        ("evaluation.quality_score", evaluation.quality_score),
+        ("rl_labels.reward", point.rl_labels.reward),
+        ("routing.confidence", point.routing.confidence),
+        ("routing.propensity", point.routing.propensity),
+        ("execution.tool_call_success_rate", point.execution.tool_call_success_rate),
+    ]
+    for index, gate in enumerate(evaluation.gates):
+        values.append((f"evaluation.gates.{index}.score", gate.score))
+    rubric = evaluation.rubric
+    for name in type(rubric).model_fields:
+        values.append((f"evaluation.rubric.{name}", getattr(rubric, name)))
+    return values
 
 
-def _non_negative(point: DataPoint) -> Iterator[tuple[str, float]]:
+def _non_negative(point: DataPoint) -> list[tuple[str, float]]:
     execution = point.execution
-    yield "execution.latency_ms", execution.latency_ms
-    yield "execution.input_tokens", execution.input_tokens
-    yield "execution.output_tokens", execution.output_tokens
-    yield "execution.tokens_used", execution.tokens_used
-    yield "execution.iterations", execution.iterations
-    yield "execution.tool_call_count", execution.tool_call_count
+    return [
+        ("execution.latency_ms", execution.latency_ms),
+        ("execution.input_tokens", execution.input_tokens),
+        ("execution.output_tokens", execution.output_tokens),
+        ("execution.tokens_used", execution.tokens_used),
+        ("execution.iterations", execution.iterations),
+        ("execution.tool_call_count", execution.tool_call_count),
+    ]
 
 
 def bounds_reasons(point: DataPoint) -> list[str]:
@@ -115,11 +122,21 @@ def free_text_fields(point: DataPoint) -> Iterator[tuple[str, str]]:
         yield f"evaluation.gates.{index}.reason", gate.reason
 
 
-def privacy_reasons(point: DataPoint) -> list[str]:
-    """PII still present after anonymization (our fast recognizers; types only, never values)."""
+def privacy_reasons(
+    point: DataPoint, memo: MutableMapping[str, tuple[str, ...]] | None = None
+) -> list[str]:
+    """PII still present after anonymization (our fast recognizers; types only, never values).
+
+    `memo` (text → entity types) lets a batch check each distinct string once; pass the same one
+    for every point of the batch.
+    """
     reasons = []
     for field, text in free_text_fields(point):
-        found = pii_entities(text)
+        found = memo.get(text) if memo is not None else None
+        if found is None:
+            found = pii_entities(text)
+            if memo is not None:
+                memo[text] = found
         if found:
             reasons.append(f"privacy: {field}: contains {', '.join(found)}")
     return reasons
