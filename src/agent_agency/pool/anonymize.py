@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from agent_agency.config import AnonymizationPolicy
 from agent_agency.pool.code_identifiers import IdentifierRenamer
-from agent_agency.pool.pii import CACHE_MAX_CHARS, CACHE_SIZE, redact
+from agent_agency.pool.pii import CACHE_MAX_CHARS, CACHE_SIZE, DEFAULT_PHONE_REGIONS, redact
 from agent_agency.records import DataPoint, Message
 
 TENANT_HASH_PREFIX = "t_"
@@ -59,9 +59,15 @@ def _changed(model: _Model, **values: Any) -> _Model:
 
 
 class Anonymizer:
-    def __init__(self, policy: AnonymizationPolicy, secret: bytes) -> None:
+    def __init__(
+        self,
+        policy: AnonymizationPolicy,
+        secret: bytes,
+        phone_regions: tuple[str, ...] = DEFAULT_PHONE_REGIONS,
+    ) -> None:
         self.policy = policy
         self._secret = secret
+        self.phone_regions = phone_regions
         # A string redacts the same way under the same rules: repeated strings (system prompts,
         # few-shot turns) are redacted once. Bounded like the scan caches.
         self._redact_cached = functools.lru_cache(maxsize=CACHE_SIZE)(self._redact)
@@ -84,13 +90,17 @@ class Anonymizer:
         policy = self.policy
         rules = (policy.generalize_paths, policy.remove_user_ids, policy.redact_text_pii)
         if len(text) > CACHE_MAX_CHARS:
-            return self._redact(text, rules)
-        return self._redact_cached(text, rules)
+            return self._redact(text, rules, self.phone_regions)
+        return self._redact_cached(text, rules, self.phone_regions)
 
-    def _redact(self, text: str, rules: tuple[bool, bool, bool]) -> str:
-        """`text` redacted under `rules` (the policy's text rules: part of the cache key, so a
-        policy changed after construction never gets a stale answer)."""
-        cleaned, _ = redact(text, include=self._include, use_presidio=rules[2])
+    def _redact(
+        self, text: str, rules: tuple[bool, bool, bool], phone_regions: tuple[str, ...]
+    ) -> str:
+        """`text` redacted under `rules` (the policy's text rules) and `phone_regions`: both part
+        of the cache key, so a policy changed after construction never gets a stale answer."""
+        cleaned, _ = redact(
+            text, include=self._include, use_presidio=rules[2], phone_regions=phone_regions
+        )
         return cleaned
 
     def anonymize(self, point: DataPoint) -> DataPoint:
@@ -180,7 +190,7 @@ class Anonymizer:
         """Any JSON value (e.g. a rejected point) with PII removed from every string in it."""
 
         def scrub(text: str) -> str:
-            return redact(text)[0]
+            return redact(text, phone_regions=self.phone_regions)[0]
 
         scrubbed = _map_strings(payload, scrub)
         if isinstance(payload, dict) and isinstance(payload.get("tenant_id"), str):

@@ -164,43 +164,53 @@ def _own_findings(text: str) -> list[Finding]:
 
 
 _ANY_TRIGGER = re.compile("|".join(f"(?:{t.pattern})" for t in PRESIDIO_TRIGGERS.values()))
-_analyzer: Any = None
+# Presidio's own default for its phone recognizer (`phonenumbers` matching run once per region).
+DEFAULT_PHONE_REGIONS: tuple[str, ...] = ("US", "GB", "DE", "FR", "IL", "IN", "CA", "BR")
+_analyzers: dict[tuple[str, ...], Any] = {}
 _analyzer_lock = threading.Lock()
 
 
-def presidio_analyzer() -> Any:
-    """The process-wide Presidio analyzer in regex-only mode, built once on first use."""
-    global _analyzer
-    if _analyzer is None:
+def presidio_analyzer(phone_regions: tuple[str, ...] = DEFAULT_PHONE_REGIONS) -> Any:
+    """The process-wide Presidio analyzer in regex-only mode for these phone regions, built once
+    on first use."""
+    analyzer = _analyzers.get(phone_regions)
+    if analyzer is None:
         with _analyzer_lock:
-            if _analyzer is None:
-                _analyzer = _build_analyzer()
-    return _analyzer
+            analyzer = _analyzers.get(phone_regions)
+            if analyzer is None:
+                analyzer = _analyzers[phone_regions] = _build_analyzer(phone_regions)
+    return analyzer
 
 
-def _build_analyzer() -> Any:
+def _build_analyzer(phone_regions: tuple[str, ...]) -> Any:
     # The e-mail recognizer calls tldextract, which would fetch the public suffix list over the
     # network; an empty URL list makes it use the snapshot bundled in the package.
     os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
     import tldextract.tldextract
     from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
     from presidio_analyzer.nlp_engine import NoOpNlpEngine
+    from presidio_analyzer.predefined_recognizers import PhoneRecognizer
 
     tldextract.tldextract.TLD_EXTRACTOR.suffix_list_urls = ()
     registry = RecognizerRegistry(supported_languages=["en"])
     registry.load_predefined_recognizers(languages=["en"])
     registry.remove_recognizer("SpacyRecognizer")
+    if phone_regions != DEFAULT_PHONE_REGIONS:
+        registry.remove_recognizer("PhoneRecognizer")
+        registry.add_recognizer(PhoneRecognizer(supported_regions=phone_regions))
     engine = NoOpNlpEngine(models=[{"lang_code": "en", "model_name": "noop"}])
     return AnalyzerEngine(nlp_engine=engine, registry=registry, supported_languages=["en"])
 
 
-def _presidio_findings(text: str) -> tuple[Finding, ...]:
+def _presidio_findings(
+    text: str, phone_regions: tuple[str, ...] = DEFAULT_PHONE_REGIONS
+) -> tuple[Finding, ...]:
     if not _ANY_TRIGGER.search(text):
         return ()
     entities = [name for name, trigger in PRESIDIO_TRIGGERS.items() if trigger.search(text)]
     if not entities:
         return ()
-    results = presidio_analyzer().analyze(
+    results = presidio_analyzer(phone_regions).analyze(
         text, language="en", entities=entities, score_threshold=PRESIDIO_MIN_SCORE
     )
     return tuple(Finding(r.entity_type, r.start, r.end) for r in results)
@@ -273,25 +283,35 @@ CACHE_MAX_CHARS = 16_384
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def _own_cached(text: str) -> tuple[Finding, ...]:
-    return tuple(_own_findings(text)) if may_hold_pii(text) else ()
+def _flagged_cached(text: str) -> bool:
+    return may_hold_pii(text)
+
+
+def _flagged(text: str) -> bool:
+    """`may_hold_pii`, cached: redaction and then the privacy gate ask about the same strings."""
+    return may_hold_pii(text) if len(text) > CACHE_MAX_CHARS else _flagged_cached(text)
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def _presidio_cached(text: str) -> tuple[Finding, ...]:
-    return _presidio_findings(text)
+def _own_cached(text: str) -> tuple[Finding, ...]:
+    return tuple(_own_findings(text)) if _flagged(text) else ()
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _presidio_cached(text: str, phone_regions: tuple[str, ...]) -> tuple[Finding, ...]:
+    return _presidio_findings(text, phone_regions)
 
 
 def _own_scan(text: str) -> tuple[Finding, ...]:
     if len(text) > CACHE_MAX_CHARS:
-        return tuple(_own_findings(text)) if may_hold_pii(text) else ()
+        return tuple(_own_findings(text)) if _flagged(text) else ()
     return _own_cached(text)
 
 
-def _presidio_scan(text: str) -> tuple[Finding, ...]:
+def _presidio_scan(text: str, phone_regions: tuple[str, ...]) -> tuple[Finding, ...]:
     if len(text) > CACHE_MAX_CHARS:
-        return _presidio_findings(text)
-    return _presidio_cached(text)
+        return _presidio_findings(text, phone_regions)
+    return _presidio_cached(text, phone_regions)
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
@@ -308,18 +328,27 @@ def pii_entities(text: str) -> tuple[str, ...]:
 
 def clear_scan_cache() -> None:
     """Forget every cached scan (tests; or after changing recognizers at run time)."""
+    _flagged_cached.cache_clear()
     _own_cached.cache_clear()
     _presidio_cached.cache_clear()
     _entities_cached.cache_clear()
 
 
-def find_pii(text: str, *, use_presidio: bool = True) -> list[Finding]:
-    """Non-overlapping PII findings in `text`, earliest first, the longer one winning overlaps."""
+def find_pii(
+    text: str,
+    *,
+    use_presidio: bool = True,
+    phone_regions: tuple[str, ...] = DEFAULT_PHONE_REGIONS,
+) -> list[Finding]:
+    """Non-overlapping PII findings in `text`, earliest first, the longer one winning overlaps.
+
+    `phone_regions`: the regions Presidio's phone recognizer matches national formats for.
+    """
     if not text:
         return []
     candidates = list(_own_scan(text))
     if use_presidio:
-        candidates += _presidio_scan(text)
+        candidates += _presidio_scan(text, phone_regions)
     candidates.sort(key=lambda f: (f.start, -(f.end - f.start)))
     kept: list[Finding] = []
     for finding in candidates:
@@ -343,11 +372,13 @@ def redact(
     *,
     include: Callable[[str], bool] = lambda _entity: True,
     use_presidio: bool = True,
+    phone_regions: tuple[str, ...] = DEFAULT_PHONE_REGIONS,
 ) -> tuple[str, list[str]]:
     """`text` with each included finding replaced, and the entity types replaced, in order."""
-    if not may_hold_pii(text):  # no recognizer, ours or Presidio as we call it, finds anything
+    if not _flagged(text):  # no recognizer, ours or Presidio as we call it, finds anything
         return text, []
-    findings = [f for f in find_pii(text, use_presidio=use_presidio) if include(f.entity)]
+    found = find_pii(text, use_presidio=use_presidio, phone_regions=phone_regions)
+    findings = [f for f in found if include(f.entity)]
     if not findings:
         return text, []
     parts = []

@@ -317,7 +317,11 @@ class Store:
     def anonymizer(self) -> Anonymizer:
         if self._anonymizer is None:
             policy = self.settings.anonymization
-            self._anonymizer = Anonymizer(policy, load_tenant_secret(self.settings))
+            self._anonymizer = Anonymizer(
+                policy,
+                load_tenant_secret(self.settings),
+                tuple(self.settings.pii_phone_regions),
+            )
         return self._anonymizer
 
     @property
