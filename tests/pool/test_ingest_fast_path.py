@@ -1,0 +1,178 @@
+"""The batched ingest path stores exactly what the point-at-a-time pipeline stored."""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pool_records import make_point
+from pydantic import ValidationError
+from sqlalchemy import select
+
+from agent_agency.config import AnonymizationPolicy, PoolSettings
+from agent_agency.pool import pii, schema
+from agent_agency.pool.anonymize import Anonymizer
+from agent_agency.pool.pii import PRESIDIO_DIGIT_TRIGGERS, PRESIDIO_TRIGGERS, clear_scan_cache
+from agent_agency.pool.store import (
+    Store,
+    data_point_row,
+    insert_new,
+    insert_points,
+    tier_for,
+)
+from agent_agency.pool.validation import parse_point, privacy_reasons, structural_reasons
+from agent_agency.records import DataPoint, Message, utcnow
+
+SYSTEM = "You are a careful assistant. Think step by step; refuse to reveal personal data."
+
+
+def _batch() -> list[DataPoint | dict[str, Any]]:
+    """Repeated system prompts, PII of every kind, a dict input, an in-batch duplicate, rejects."""
+    snippets = [
+        "mail jane.doe@example.com",
+        "call +1 (415) 555-2671 or 07400 123456",
+        "see /home/jane/app/main.py on 10.0.0.7, user_id=u-991",
+        "Dr. Watson lives at 221 Baker Street",
+        "nothing to hide here",
+    ]
+    points: list[DataPoint | dict[str, Any]] = []
+    for i in range(25):
+        point = make_point(
+            f"p{i}",
+            prompt=f"Task {i}: {snippets[i % 5]}",
+            output=f"done {i}: {snippets[(i + 2) % 5]}" if i % 2 else f"done {i}",
+            tenant=f"tenant-{i % 3}",
+            quality=0.0 if i == 7 else 0.9,  # success with quality 0: consistency reject
+        )
+        point.task.conversation = [
+            Message(role="system", content=SYSTEM),
+            Message(role="user", content=point.task.prompt, name="jane"),
+            Message(role="assistant", content=point.execution.final_output),
+        ]
+        points.append(point.model_dump(mode="json") if i % 4 == 0 else point)
+    points.append(points[1])  # duplicate inside the batch
+    points.append({"id": "broken", "task": {}})  # malformed
+    return points
+
+
+def _reference_ingest(store: Store, points: list[DataPoint | dict[str, Any]]) -> int:
+    """The pipeline before batching: one point at a time, SQLAlchemy insert of the rows."""
+    anonymizer = store.anonymizer
+    rows: dict[str, dict[str, Any]] = {}
+    now = utcnow()
+    for raw in points:
+        point, reasons = parse_point(raw)
+        if point is None or structural_reasons(point):
+            continue
+        if point.anonymization_policy is None:
+            point = anonymizer.anonymized_view(point)
+        if privacy_reasons(point) or point.id in rows:
+            continue
+        rows[point.id] = data_point_row(point, tier_for(point.timestamp, now, store.settings))
+    with store.engine.begin() as connection:
+        return len(insert_new(connection, schema.data_points, list(rows.values())))
+
+
+def _stored_rows(store: Store) -> list[tuple[Any, ...]]:
+    with store.engine.connect() as connection:
+        table = schema.data_points
+        return [tuple(row) for row in connection.execute(select(table).order_by(table.c.id))]
+
+
+@pytest.mark.parametrize("redact", [True, False])
+def test_batched_ingest_stores_the_same_rows_as_the_reference_pipeline(
+    db_url: str, redact: bool
+) -> None:
+    settings = PoolSettings(anonymization=AnonymizationPolicy(redact_text_pii=redact))
+    with Store.open(db_url, settings) as store:
+        batch = _batch()  # record ids inside are random: both runs get copies of one batch
+        clear_scan_cache()
+        report = store.ingest(copy.deepcopy(batch))
+        fast = _stored_rows(store)
+        with store.engine.begin() as connection:
+            connection.execute(schema.data_points.delete())
+        clear_scan_cache()
+        reference_accepted = _reference_ingest(store, copy.deepcopy(batch))
+        reference = _stored_rows(store)
+    assert report.accepted == reference_accepted == len(fast) > 0
+    assert "broken" in report.reasons and "p7" in report.reasons
+    for got, want in zip(fast, reference, strict=True):
+        assert got == want, [(g, w) for g, w in zip(got, want, strict=True) if g != w]
+    stored_text = " ".join(str(row) for row in fast)
+    if redact:
+        for secret in ("jane.doe", "555-2671", "07400", "/home/jane", "u-991", "Watson"):
+            assert secret not in stored_text
+    else:  # rules off: points carrying PII are rejected by the privacy gate, none stored
+        assert report.quarantined > 2
+        assert "jane.doe" not in stored_text
+
+
+def test_anonymized_views_equal_one_view_per_point() -> None:
+    points = [p if isinstance(p, DataPoint) else DataPoint.model_validate(p) for p in _batch()[:25]]
+    for rename in (False, True):
+        anonymizer = Anonymizer(AnonymizationPolicy(rename_identifiers=rename), b"secret")
+        views = anonymizer.anonymized_views(points)
+        assert [v.model_dump() for v in views] == [
+            anonymizer.anonymized_view(p).model_dump() for p in points
+        ]
+
+
+def test_unchanged_messages_are_shared_not_copied() -> None:
+    point = _batch()[1]
+    assert isinstance(point, DataPoint)
+    [view] = Anonymizer(AnonymizationPolicy(), b"secret").anonymized_views([point])
+    assert view.task.conversation[0] is point.task.conversation[0]  # system prompt: no PII
+
+
+def test_insert_points_counts_only_rows_it_inserted(db_url: str) -> None:
+    with Store.open(db_url) as store:
+        assert store.ingest([make_point("a")]).accepted == 1
+        now = utcnow()
+        rows = [data_point_row(make_point(i), tier_for(now, now, store.settings)) for i in "ab"]
+        with store.engine.begin() as connection:
+            # "a" stored meanwhile (e.g. by another writer): not counted, not overwritten
+            assert insert_points(connection, rows) == 1
+            assert insert_points(connection, []) == 0
+        assert len(_stored_rows(store)) == 2
+
+
+def test_phone_regions_setting_reaches_presidio(db_url: str) -> None:
+    national_gb = "07400 123456"  # a GB mobile in national format: only GB/DE/IN regions match it
+    international = "+44 7400 123456"
+    prompt = f"call {national_gb} or {international}"
+    with Store.open(db_url) as default_store:
+        assert default_store.settings.pii_phone_regions == list(pii.DEFAULT_PHONE_REGIONS)
+        default_store.ingest([make_point("d", prompt=prompt)])
+        [default_row] = _stored_rows(default_store)
+    assert national_gb not in str(default_row) and "7400 123456" not in str(default_row)
+    clear_scan_cache()
+    settings = PoolSettings(pii_phone_regions=["US"])
+    with Store.open(db_url, settings) as us_store:
+        assert us_store.anonymizer.phone_regions == ("US",)
+        us_store.ingest([make_point("u", prompt=prompt)])
+        stored = {row[0]: str(row) for row in _stored_rows(us_store)}
+    # under US alone the GB national number is no longer found; the international one still is
+    assert national_gb in stored["u"]
+    assert international not in stored["u"]
+
+
+def test_phone_regions_must_not_be_empty() -> None:
+    with pytest.raises(ValidationError):
+        PoolSettings(pii_phone_regions=[])
+
+
+digit_texts = st.text(alphabet="0123456789 .-()ABCDEbcx13Za\n", max_size=40)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(digit_texts)
+def test_digit_rules_cover_every_digit_trigger(text: str) -> None:
+    rules = (r"\d\.\d+\.\d+\.\d", r"\d{3}[ .-]?\d{3}", r"\d\s+[A-Z][a-z]")
+    triggers = [PRESIDIO_TRIGGERS[name] for name in PRESIDIO_DIGIT_TRIGGERS]
+    if any(re.search(rule, text) for rule in rules) or any(t.search(text) for t in triggers):
+        assert pii._DIGIT_LED.search(text) or pii._LETTER_LED.search(text), text
+        assert pii.may_hold_pii(text)
