@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from agent_agency.agents.base import Backend
+from agent_agency.agents.base import Backend, BackendError
 from agent_agency.agents.scripted import ScriptedBackend
 from agent_agency.arbiter.arbiter import Arbiter
 from agent_agency.arbiter.router import Router
@@ -17,7 +17,7 @@ from agent_agency.caws.evaluator import Evaluator
 from agent_agency.config import AgencyConfig, parse_config
 from agent_agency.pool.schema import spans
 from agent_agency.pool.store import Store
-from agent_agency.records import Task
+from agent_agency.records import RoutingStrategy, Task
 from agent_agency.tasks import load_builtin, select_tasks
 from agent_agency.tracking.tracker import Tracker
 
@@ -254,3 +254,40 @@ def test_trace_spans_cover_model_tool_and_reward_steps(tasks: list[Task]) -> Non
     assert prompt.attributes["gen_ai.usage.input_tokens"] > 0
     tool = next(span for span in outcome.spans if span.kind.value == "tool")
     assert tool.attributes["gen_ai.tool.name"] == "calculator"
+
+
+def test_data_point_pairs_the_final_execution_with_its_own_evaluation(tasks: list[Task]) -> None:
+    config = scripted_config(
+        agents=[
+            {"name": "first", "backend": "scripted", "skills": {"*": 0.0}},
+            {"name": "second", "backend": "scripted", "skills": {"*": 0.0}},
+        ],
+        evaluation={"max_iterations": 2},
+    )
+    first, second = config.team()
+
+    class BreaksOnRetry(ScriptedBackend):
+        """Answers the first attempt, then the server goes away."""
+
+        async def complete(self, messages, tools=None, **params):  # type: ignore[no-untyped-def]
+            if any(message.role == "assistant" for message in messages):
+                raise BackendError("connection reset")
+            return await super().complete(messages, tools, **params)
+
+    backends: dict[str, Backend] = {
+        first.key: BreaksOnRetry(first, tasks),
+        second.key: ScriptedBackend(second, tasks, fail_rate=1.0),
+    }
+    arbiter = arbiter_for(config, tasks, backends=backends)
+    arbiter.router = Router(
+        config.routing.model_copy(update={"strategy": RoutingStrategy.FALLBACK}), [first, second]
+    )
+    arithmetic = next(task for task in tasks if task.type == "arithmetic")
+    outcome = asyncio.run(arbiter.execute(arithmetic))
+    assert [e.agent for e in outcome.executions] == [first.key, second.key]
+    assert [e.execution_id for e in outcome.evaluations] == [outcome.executions[0].id]
+    # the second agent never answered: its data point must not borrow the first agent's grade
+    assert outcome.evaluation is None
+    assert outcome.data_point is not None
+    assert outcome.data_point.execution.execution_id == outcome.executions[1].id
+    assert outcome.data_point.evaluation.evaluation_id == f"ungraded-{outcome.executions[1].id}"

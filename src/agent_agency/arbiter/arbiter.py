@@ -68,7 +68,10 @@ class TaskOutcome:
 
     @property
     def evaluation(self) -> Evaluation | None:
-        return self.evaluations[-1] if self.evaluations else None
+        """The last evaluation of the final execution (None if it never produced an answer)."""
+        final = self.execution.id if self.executions else None
+        graded = [e for e in self.evaluations if e.execution_id == final]
+        return graded[-1] if graded else None
 
     @property
     def success(self) -> bool:
