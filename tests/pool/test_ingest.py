@@ -78,17 +78,21 @@ def test_malformed_points_are_quarantined_with_every_reason(store: Store) -> Non
     negative["execution"]["latency_ms"] = -5
     negative["evaluation"]["quality_score"] = 1.5
     negative["task"]["prompt"] = f"contact {EMAIL}"
-    report = store.ingest([good, missing, negative, "not a point"])  # type: ignore[list-item]
-    assert (report.accepted, report.quarantined) == (1, 3)
+    as_text = make_point("as-text").model_dump_json()
+    report = store.ingest(
+        [good, missing, negative, 42, "not a point", as_text]  # type: ignore[list-item]
+    )
+    assert (report.accepted, report.quarantined) == (2, 4)
     assert report.reasons["missing"] == ["completeness: task.prompt: Field required"]
     assert any(r.startswith("bounds: execution.latency_ms") for r in report.reasons["negative"])
     assert any(r.startswith("bounds: evaluation.quality_score") for r in report.reasons["negative"])
-    assert report.reasons["#3"] == ["type: (point): expected a JSON object, got str"]
-    assert count(store, schema.quarantine) == 3
+    assert report.reasons["#3"] == ["type: (point): expected a JSON object, got int"]
+    assert report.reasons["#4"][0].startswith("type: (point): not valid JSON: Expecting value")
+    assert count(store, schema.quarantine) == 4
     assert EMAIL not in all_payload_text(store)
     # quarantining the same input again adds no row
     store.ingest([missing])
-    assert count(store, schema.quarantine) == 3
+    assert count(store, schema.quarantine) == 4
 
 
 def test_consistency_and_mutated_bounds_are_gated(store: Store) -> None:

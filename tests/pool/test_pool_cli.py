@@ -20,8 +20,9 @@ def test_cli_ingest_stats_quarantine_compact(db_url: str, tmp_path: Path) -> Non
     result = runner.invoke(pool_app, ["ingest", str(source), "--db", db_url])
     assert result.exit_code == 0, result.output
     assert "bounds: execution.latency_ms" in result.output
-    assert "'accepted': 1" in result.output and "'quarantined': 2" in result.output
-    assert "'duplicates': 1" in result.output
+    assert "1 accepted, 1 duplicates, 2 quarantined" in result.output
+    assert "points.jsonl line 4: type: (point): not valid JSON" in result.output
+    assert "points.jsonl bad: bounds" in result.output
 
     result = runner.invoke(pool_app, ["stats", "--db", db_url, "--by", "agent"])
     assert result.exit_code == 0, result.output

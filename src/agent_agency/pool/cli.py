@@ -124,22 +124,29 @@ def ingest(
     """Validate, anonymize and store data points; rejected ones go to quarantine."""
     if not path.exists():
         raise typer.BadParameter(f"path: {path} does not exist")
-    points: list[Any] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                points.append(json.loads(line))
-            except json.JSONDecodeError as error:
-                points.append({"__invalid_json__": f"line {number}: {error}"})
+    lines = [
+        (number, text)
+        for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if text.strip()
+    ]
     totals = {"accepted": 0, "duplicates": 0, "quarantined": 0}
     with _open(config, db) as store:
-        for start in range(0, len(points), batch):
-            report = store.ingest(points[start : start + batch])
+        for start in range(0, len(lines), batch):
+            chunk = lines[start : start + batch]
+            report = store.ingest([text for _, text in chunk])
             totals["accepted"] += report.accepted
             totals["duplicates"] += report.duplicates
             totals["quarantined"] += report.quarantined
+            positions = {f"#{index}": number for index, (number, _) in enumerate(chunk)}
             for point_id, reasons in report.reasons.items():
-                console.print(f"[yellow]quarantined[/] {point_id}: " + "; ".join(reasons))
-    console.print(totals)
+                where = f"line {positions[point_id]}" if point_id in positions else point_id
+                console.print(
+                    f"[yellow]quarantined[/] {path} {where}: " + "; ".join(reasons),
+                    soft_wrap=True,
+                )
+    console.print(
+        f"{path}: {totals['accepted']} accepted, {totals['duplicates']} duplicates, "
+        f"{totals['quarantined']} quarantined"
+        + (" (see `agency pool quarantine`)" if totals["quarantined"] else ""),
+        soft_wrap=True,
+    )

@@ -20,7 +20,12 @@ from agent_agency.pool.migrate import migrate
 from agent_agency.pool.reward_noise import RewardNoise
 from agent_agency.pool.tenant_secret import load_tenant_secret
 from agent_agency.pool.timestamps import to_utc
-from agent_agency.pool.validation import parse_point, privacy_reasons, structural_reasons
+from agent_agency.pool.validation import (
+    RawPoint,
+    parse_point,
+    privacy_reasons,
+    structural_reasons,
+)
 from agent_agency.records import (
     DataPoint,
     Evaluation,
@@ -171,9 +176,20 @@ def _quarantine_row(point_id: str | None, payload: Any, reasons: list[str]) -> d
     }
 
 
-def _raw_id(raw: DataPoint | Mapping[str, Any], index: int) -> str:
+def _as_payload(raw: RawPoint) -> Any:
+    """What quarantine keeps of a rejected point (scrubbed of PII before it is stored)."""
     if isinstance(raw, DataPoint):
-        return raw.id
+        return raw.model_dump(mode="json")
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return {"unparsed_text": raw}
+    return raw
+
+
+def _raw_id(raw: Any, index: int) -> str:
+    """The point's own id when it has one, else its position in the batch ('#3')."""
     if isinstance(raw, Mapping) and isinstance(raw.get("id"), str) and raw["id"]:
         return str(raw["id"])
     return f"#{index}"
@@ -368,7 +384,7 @@ class Store:
                 )
             _add_to_aggregates(connection, _arm_increments(fresh.values(), facts))
 
-    def ingest(self, points: Sequence[DataPoint | Mapping[str, Any]]) -> IngestReport:
+    def ingest(self, points: Sequence[RawPoint]) -> IngestReport:
         """Validate, anonymize and store points in one transaction, idempotent by id.
 
         A point failing a gate goes to quarantine (scrubbed of PII) with every reason. The report
@@ -377,8 +393,8 @@ class Store:
         report = IngestReport()
         anonymizer = self.anonymizer
         # (index, raw input, reasons) of every rejected point, quarantined in input order
-        failures: list[tuple[int, DataPoint | Mapping[str, Any], list[str]]] = []
-        passed: list[tuple[int, DataPoint | Mapping[str, Any], DataPoint]] = []
+        failures: list[tuple[int, RawPoint, list[str]]] = []
+        passed: list[tuple[int, RawPoint, DataPoint]] = []
         for index, raw in enumerate(points):
             point, reasons = parse_point(raw)
             if point is not None:
@@ -406,10 +422,12 @@ class Store:
                 clean.append(point)
         rejected: list[dict[str, Any]] = []
         for index, raw, reasons in sorted(failures, key=lambda failure: failure[0]):
-            raw_payload = raw.model_dump(mode="json") if isinstance(raw, DataPoint) else raw
-            payload = anonymizer.scrub_payload(raw_payload)
-            rejected.append(_quarantine_row(_raw_id(raw, index), payload, reasons))
-            report.reasons[_raw_id(raw, index)] = reasons
+            raw_payload = _as_payload(raw)
+            point_id = _raw_id(raw_payload, index)
+            rejected.append(
+                _quarantine_row(point_id, anonymizer.scrub_payload(raw_payload), reasons)
+            )
+            report.reasons[point_id] = reasons
         with self._engine.begin() as connection:
             fresh = self._drop_stored(connection, clean, report)
             if self.settings.anonymization.reward_noise:

@@ -7,6 +7,7 @@ reason is reported, prefixed with its gate and the field it concerns.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any
@@ -23,10 +24,19 @@ def _field(location: tuple[int | str, ...]) -> str:
     return ".".join(str(part) for part in location) or "(point)"
 
 
-def parse_point(raw: DataPoint | Mapping[str, Any]) -> tuple[DataPoint | None, list[str]]:
+RawPoint = DataPoint | Mapping[str, Any] | str
+"""A data point as ingest accepts it: a record, a decoded JSON object, or JSON text."""
+
+
+def parse_point(raw: RawPoint) -> tuple[DataPoint | None, list[str]]:
     """The typed point, or None with reasons from the completeness, type and bounds gates."""
     if isinstance(raw, DataPoint):
         return raw, []
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as error:
+            return None, [f"type: (point): not valid JSON: {error}"]
     if not isinstance(raw, Mapping):
         return None, [f"type: (point): expected a JSON object, got {type(raw).__name__}"]
     try:
