@@ -60,7 +60,7 @@ def test_run_then_stats_read_the_same_database(workdir: Path) -> None:
 
     stats = runner.invoke(app, ["stats", "--json"])
     assert stats.exit_code == 0, stats.output
-    rows = json.loads(stats.output)
+    rows = json.loads(stats.output)["summary"]
     assert sum(row["tasks"] for row in rows) == 14
     assert {row["agent"] for row in rows} <= {"sim-good@1", "sim-poor@1"}
     assert all(row["simulated"] for row in rows)
@@ -183,3 +183,7 @@ def test_configured_judge_grades_only_its_task_types(workdir: Path) -> None:
     assert verdict.judge == "tone"
     # the simulated judge cannot grade, so the failure is recorded rather than raised
     assert verdict.error and verdict.score is None
+    shown = json.loads(runner.invoke(app, ["stats", "--json"]).output)["judges"]
+    assert [judge["judge"] for judge in shown] == ["tone"]
+    assert shown[0]["verdicts"] == shown[0]["errors"] == len(judged)
+    assert "Model judges" in runner.invoke(app, ["stats"]).output

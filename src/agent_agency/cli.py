@@ -157,22 +157,48 @@ def stats(
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Print success rate, quality, latency and tokens per agent × task type from the database."""
+    """Print success rate, quality, latency and tokens per agent × task type from the database,
+    and how often each model judge agreed with the verifiable grader."""
+    from agent_agency.caws.judges import judge_agreement
+    from agent_agency.pool.queries import get_evaluations
     from agent_agency.pool.store import Store
 
     settings = load_settings(config, db)
+    start = parse_since(since)
     store = Store.open(settings.storage.url, settings.pool)
     try:
-        rows = store.agent_task_summary(since=parse_since(since))
+        rows = store.agent_task_summary(since=start)
+        judges = judge_agreement(get_evaluations(store, since=start))
     finally:
         store.close()
     if json_out:
-        console.print_json(json.dumps([row.model_dump(mode="json") for row in rows]))
+        document = {
+            "summary": [row.model_dump(mode="json") for row in rows],
+            "judges": [
+                {**judge.model_dump(mode="json"), "agreement_rate": judge.agreement_rate}
+                for judge in judges
+            ],
+        }
+        console.print_json(json.dumps(document))
         return
     if not rows:
         console.print("No recorded executions yet. Run `agency run` first.")
         return
     _print_summary(rows, title=f"Recorded performance{f' since {since}' if since else ''}")
+    if judges:
+        table = Table(title="Model judges against the verifiable graders")
+        for column in ("judge", "verdicts", "failed to grade", "compared", "agreement"):
+            table.add_column(column, justify="left" if column == "judge" else "right")
+        for judge in judges:
+            rate = judge.agreement_rate
+            table.add_row(
+                judge.judge,
+                str(judge.verdicts),
+                str(judge.errors),
+                str(judge.compared),
+                "—" if rate is None else f"{rate:.0%}",
+            )
+        console.print(table)
 
 
 def _print_summary(rows: Any, *, title: str) -> None:

@@ -120,3 +120,37 @@ def test_evaluator_records_judges_and_agreement_with_the_grader() -> None:
     assert by_name["strict"].agrees_with_grader is True
     assert by_name["lenient"].agrees_with_grader is False
     assert not evaluation.passed_all_mandatory
+
+
+def test_judge_agreement_counts_only_verdicts_where_a_grader_ran() -> None:
+    from agent_agency.caws.judges import judge_agreement
+    from agent_agency.records import Evaluation, JudgeVerdict
+
+    def evaluation(*verdicts: JudgeVerdict) -> Evaluation:
+        return Evaluation(
+            task_id="t",
+            task_type="x",
+            execution_id="e",
+            agent="a@1",
+            overall_score=0.5,
+            passed_all_mandatory=True,
+            caws_compliant=True,
+            judges=list(verdicts),
+        )
+
+    report = judge_agreement(
+        [
+            evaluation(JudgeVerdict(judge="tone", score=0.9, agrees_with_grader=True)),
+            evaluation(JudgeVerdict(judge="tone", score=0.2, agrees_with_grader=False)),
+            evaluation(
+                JudgeVerdict(judge="tone", score=0.7, agrees_with_grader=True),
+                JudgeVerdict(judge="style", score=0.5),
+            ),
+            evaluation(JudgeVerdict(judge="tone", error="unreadable reply")),
+        ]
+    )
+    by_name = {row.judge: row for row in report}
+    assert (by_name["tone"].verdicts, by_name["tone"].errors) == (4, 1)
+    assert (by_name["tone"].compared, by_name["tone"].agreements) == (3, 2)
+    assert by_name["tone"].agreement_rate == 2 / 3
+    assert by_name["style"].agreement_rate is None

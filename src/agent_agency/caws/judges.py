@@ -9,10 +9,12 @@ the judge asks once more with a corrective message and, failing that, records a 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
+
+from pydantic import BaseModel
 
 from agent_agency.agents.base import Backend, BackendError
-from agent_agency.records import JudgeVerdict, Message, Task
+from agent_agency.records import Evaluation, JudgeVerdict, Message, Task
 from agent_agency.tasks.answers import json_objects
 
 JUDGE_SYSTEM_PROMPT = (
@@ -139,3 +141,36 @@ class Judge:
             judge=self.name,
             error=f"unreadable reply after {self.max_retries + 1} attempt(s): {problem}",
         )
+
+
+class JudgeAgreement(BaseModel):
+    """How often a judge's verdict matched the verifiable grader, where both ran."""
+
+    judge: str
+    verdicts: int
+    errors: int
+    compared: int
+    agreements: int
+
+    @property
+    def agreement_rate(self) -> float | None:
+        return self.agreements / self.compared if self.compared else None
+
+
+def judge_agreement(evaluations: Iterable[Evaluation]) -> list[JudgeAgreement]:
+    """Per judge: verdicts given, failures to grade, and agreement with the grader."""
+    tallies: dict[str, list[int]] = {}
+    for evaluation in evaluations:
+        for verdict in evaluation.judges:
+            tally = tallies.setdefault(verdict.judge, [0, 0, 0, 0])
+            tally[0] += 1
+            tally[1] += verdict.error is not None
+            if verdict.agrees_with_grader is not None:
+                tally[2] += 1
+                tally[3] += verdict.agrees_with_grader
+    return [
+        JudgeAgreement(
+            judge=judge, verdicts=n, errors=errors, compared=compared, agreements=agreements
+        )
+        for judge, (n, errors, compared, agreements) in sorted(tallies.items())
+    ]

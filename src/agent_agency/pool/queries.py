@@ -6,7 +6,7 @@ Statistics cover every tier: data points still held in full plus the cold tier's
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -18,7 +18,7 @@ from agent_agency.pool import schema
 from agent_agency.pool.store import Store
 from agent_agency.pool.timestamps import to_utc
 from agent_agency.pool.validation import check_point, parse_point
-from agent_agency.records import DataPoint, utcnow
+from agent_agency.records import DataPoint, Evaluation, utcnow
 
 AggregateBy = Literal["agent", "task_type", "complexity", "day"]
 
@@ -213,6 +213,17 @@ def get_batch(store: Store, criteria: BatchCriteria) -> list[DataPoint]:
     query = query.order_by(points.c.timestamp, points.c.id).limit(criteria.limit)
     with store.engine.connect() as connection:
         return [DataPoint.model_validate(row[0]) for row in connection.execute(query)]
+
+
+def get_evaluations(store: Store, since: datetime | None = None) -> Iterator[Evaluation]:
+    """Stored evaluations, oldest first, optionally only those since `since`."""
+    table = schema.evaluations
+    query = select(table.c.payload).order_by(table.c.timestamp, table.c.id)
+    if since is not None:
+        query = query.where(table.c.timestamp >= to_utc(since))
+    with store.engine.connect() as connection:
+        for (payload,) in connection.execute(query):
+            yield Evaluation.model_validate(payload)
 
 
 def validate_quality(points: Sequence[DataPoint | Mapping[str, Any]]) -> QualityReport:
