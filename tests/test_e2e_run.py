@@ -48,3 +48,26 @@ def test_default_run_records_real_model_outputs(
         assert first.latency_ms > 0
         assert first.messages[-1].role == "user"
     assert any(e.final_output.strip() for e in answered)
+
+
+def test_run_with_an_agent_behind_an_openai_compatible_server(
+    llama_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same loop pointed at a server (llama.cpp's, on loopback), as one would at vLLM."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "agency.yaml").write_text(
+        "agents:\n"
+        "  - name: remote\n"
+        "    backend: openai_compat\n"
+        f"    base_url: {llama_server}\n"
+        "    model: smollm2\n"
+        "    max_tokens: 48\n"
+        "    capabilities: [classification, math]\n"
+    )
+    result = CliRunner().invoke(app, ["run", "--tasks", "3", "--builtin", "classification"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "agency-run.json").read_text())
+    assert summary["agents"] == ["remote@1"] and summary["simulated"] is False
+    [row] = summary["summary"]
+    assert (row["agent"], row["tasks"]) == ("remote@1", 3)
+    assert row["tokens"] > 0

@@ -1,28 +1,19 @@
 from __future__ import annotations
 
 import asyncio
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import httpx
 import pytest
 
 from agent_agency.agents.base import BackendError
 from agent_agency.agents.openai_compat import OpenAICompatBackend, to_openai_message
 from agent_agency.records import AgentSpec, Message, ToolCall
+from conftest import free_port
 
 HELLO = [Message(role="user", content="Say hello.")]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _spec(base_url: str, **overrides: object) -> AgentSpec:
@@ -72,7 +63,7 @@ def bad_server() -> Iterator[str]:
 
 
 def test_connection_refused_is_a_backend_error() -> None:
-    backend = OpenAICompatBackend(_spec(f"http://127.0.0.1:{_free_port()}/v1"))
+    backend = OpenAICompatBackend(_spec(f"http://127.0.0.1:{free_port()}/v1"))
     with pytest.raises(BackendError, match="cannot connect"):
         asyncio.run(backend.complete(HELLO))
 
@@ -119,43 +110,6 @@ def test_tool_turns_use_the_openai_shapes() -> None:
         Message(role="tool", name="calculator", tool_call_id="c1", content="4")
     )
     assert tool == {"role": "tool", "tool_call_id": "c1", "content": "4"}
-
-
-@pytest.fixture(scope="module")
-def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    pytest.importorskip("llama_cpp.server")
-    from agent_agency.agents.local import embedded_model_path
-
-    port = _free_port()
-    # n_ubatch 1: batched prompt decoding segfaults in this llama.cpp build on AMX CPUs (the
-    # embedded backend avoids it differently, see local.py).
-    command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model_path()),
-        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "1024", "--n_ubatch", "1",
-        "--n_threads", "1", "--n_threads_batch", "1", "--model_alias", "smollm2",
-    ]  # fmt: skip
-    log_path = tmp_path_factory.mktemp("llama-server") / "server.log"
-    log = log_path.open("wb")  # a file, not a pipe: the server logs enough to fill a pipe
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited: {log_path.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{base_url}/models", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("llama_cpp.server did not answer /v1/models within 60 s")
-            time.sleep(0.3)
-        yield base_url
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        log.close()
 
 
 @pytest.mark.e2e
