@@ -72,7 +72,17 @@ def test_parse_verdict_is_lenient(reply: str, score: float) -> None:
 
 
 @pytest.mark.parametrize(
-    "reply", ["I like it", '{"rationale": "no score"}', '{"score": "high"}', '{"score": 250}']
+    "reply",
+    [
+        "I like it",
+        '{"rationale": "no score"}',
+        '{"score": "high"}',
+        '{"score": 250}',
+        '{"score": "3/0"}',
+        '{"score": "12/10"}',
+        "Score: ...",
+        "score: 1.2.3",
+    ],
 )
 def test_parse_verdict_rejects_unreadable_replies(reply: str) -> None:
     with pytest.raises(JudgeReplyError):
@@ -88,8 +98,9 @@ def test_malformed_then_good_reply_is_retried_with_a_correction() -> None:
     assert correction.role == "user" and "could not be read" in correction.content
 
 
-def test_twice_malformed_reply_is_recorded_as_an_error() -> None:
-    backend = ReplayBackend(["nope", "still nope"])
+@pytest.mark.parametrize("second", ["still nope", "Score: ...", '{"score": "3/0"}'])
+def test_twice_malformed_reply_is_recorded_as_an_error(second: str) -> None:
+    backend = ReplayBackend(["nope", second])
     verdict = asyncio.run(Judge("formality", backend, "Is it formal?").judge(TASK, "Dear all"))
     assert verdict.score is None
     assert verdict.error is not None and "2 attempt(s)" in verdict.error

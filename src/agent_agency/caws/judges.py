@@ -42,29 +42,43 @@ def _scaled(raw: float) -> float:
     raise JudgeReplyError(f"score {raw} is above 100")
 
 
+def _number(text: str) -> float:
+    try:
+        return float(text.strip().rstrip("."))
+    except ValueError:
+        raise JudgeReplyError(f"score {text!r} is not a number") from None
+
+
+def _fraction(numerator: str, denominator: str) -> float:
+    over = _number(denominator)
+    if over <= 0:
+        raise JudgeReplyError(f"score '{numerator}/{denominator}' has no positive scale")
+    score = _number(numerator) / over
+    if not 0.0 <= score <= 1.0:
+        raise JudgeReplyError(f"score '{numerator}/{denominator}' is outside its scale")
+    return score
+
+
 def parse_verdict(text: str) -> tuple[float, str]:
     """(score in [0, 1], rationale) from a judge reply; `JudgeReplyError` if there is none."""
     for value in json_objects(text):
         if "score" not in value:
             continue
         raw = value["score"]
+        rationale = str(value.get("rationale", ""))
         if isinstance(raw, str):
             fraction = re.fullmatch(r"\s*([\d.]+)\s*/\s*([\d.]+)\s*", raw)
             if fraction:
-                return float(fraction[1]) / float(fraction[2]), str(value.get("rationale", ""))
-            try:
-                raw = float(raw)
-            except ValueError:
-                raise JudgeReplyError(f"score {raw!r} is not a number") from None
+                return _fraction(fraction[1], fraction[2]), rationale
+            raw = _number(raw)
         if isinstance(raw, bool) or not isinstance(raw, int | float):
             raise JudgeReplyError(f"score {raw!r} is not a number")
-        return _scaled(float(raw)), str(value.get("rationale", ""))
+        return _scaled(float(raw)), rationale
     plain = re.search(r"score\W{0,3}\s*([\d.]+)(?:\s*/\s*(10|100|1))?", text, re.IGNORECASE)
     if plain:
-        number = float(plain[1].rstrip("."))
         if plain[2]:
-            return number / float(plain[2]), text.strip()[:300]
-        return _scaled(number), text.strip()[:300]
+            return _fraction(plain[1], plain[2]), text.strip()[:300]
+        return _scaled(_number(plain[1])), text.strip()[:300]
     raise JudgeReplyError("no JSON object with a 'score' field found")
 
 
