@@ -291,3 +291,36 @@ def test_data_point_pairs_the_final_execution_with_its_own_evaluation(tasks: lis
     assert outcome.data_point is not None
     assert outcome.data_point.execution.execution_id == outcome.executions[1].id
     assert outcome.data_point.evaluation.evaluation_id == f"ungraded-{outcome.executions[1].id}"
+
+
+def test_a_defect_in_one_task_neither_stops_the_run_nor_loses_its_records(
+    tasks: list[Task], tmp_path: Path
+) -> None:
+    config = scripted_config()
+
+    class BrokenOnThirdCall(Evaluator):
+        calls = 0
+
+        async def evaluate(self, task, execution, iteration):  # type: ignore[no-untyped-def]
+            BrokenOnThirdCall.calls += 1
+            if BrokenOnThirdCall.calls == 3:
+                raise KeyError("grader bug")
+            return await super().evaluate(task, execution, iteration)
+
+    store = Store.open(f"sqlite:///{tmp_path / 'defect.db'}")
+    with Tracker(store, spill_dir=tmp_path) as tracker:
+        arbiter = arbiter_for(config, tasks, tracker=tracker)
+        arbiter.evaluator = BrokenOnThirdCall(config.evaluation)
+        outcomes = asyncio.run(arbiter.run(tasks[:8], concurrency=2))
+    rows = store.agent_task_summary()
+    store.close()
+    assert len(outcomes) == 8
+    broken = [o for o in outcomes if o.error and "internal error" in o.error]
+    assert len(broken) == 1
+    assert "grader bug" in (broken[0].execution.failure_reason or "")
+    assert sum(row.tasks for row in rows) == 8  # the broken task's execution was recorded too
+
+
+def test_zero_concurrency_is_refused(tasks: list[Task]) -> None:
+    with pytest.raises(ValueError, match="concurrency must be > 0"):
+        asyncio.run(arbiter_for(scripted_config(), tasks).run(tasks[:1], concurrency=0))

@@ -10,6 +10,7 @@ a timeout or an open circuit breaker makes the router pick the next best candida
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -39,6 +40,8 @@ from agent_agency.records import (
 from agent_agency.tasks.tools import ToolError, run_tool
 from agent_agency.tracking.spans import model_call_span, reward_span, task_span, tool_span
 from agent_agency.tracking.tracker import Tracker
+
+log = logging.getLogger(__name__)
 
 
 class AgentUnavailable(RuntimeError):
@@ -117,6 +120,9 @@ class Arbiter:
             self._fail_last(outcome, "cancelled")
             self._record_outcome(outcome)
             raise
+        except Exception as error:  # one task's defect must not stop the others or lose records
+            log.exception("task %s failed inside the arbiter", task.id)
+            self._fail_last(outcome, f"internal error: {error!r}")
         self._record_outcome(outcome)
         return outcome
 
@@ -299,7 +305,7 @@ class Arbiter:
         on_outcome: Callable[[TaskOutcome], None] | None = None,
     ) -> list[TaskOutcome]:
         """Run every task with at most `concurrency` in flight; outcomes in input order."""
-        limit = concurrency or self.config.run.concurrency
+        limit = self.config.run.concurrency if concurrency is None else concurrency
         if limit <= 0:
             raise ValueError(f"concurrency must be > 0, got {limit}")
         results: dict[int, TaskOutcome] = {}
