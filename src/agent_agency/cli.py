@@ -126,6 +126,26 @@ def run(
         )
 
 
+@app.command()
+def replay(
+    path: Annotated[Path, typer.Argument(help="an agency-unwritten-*.jsonl file", exists=True)],
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Store records a run could not write (spilled to agency-unwritten-*.jsonl) into the pool."""
+    from agent_agency.caws.audit import AuditLog
+    from agent_agency.pool.store import Store
+    from agent_agency.tracking.tracker import replay_spill
+
+    settings = load_settings(config, db)
+    with Store.open(settings.storage.url, settings.pool) as store:
+        try:
+            replayed = replay_spill(path, store, AuditLog(store.engine))
+        except ValueError as error:
+            raise fail(error) from None
+    console.print(f"replayed {replayed} records from {path} into {settings.storage.url}")
+
+
 def parse_since(value: str | None) -> datetime | None:
     """'7d', '24h', '30m' (relative to now) or an ISO date/time."""
     if value is None:

@@ -81,6 +81,8 @@ def test_unwritable_store_spills_records_to_a_file(store: Store, tmp_path: Path)
     lines = [json.loads(line) for line in tracker.spilled[0].read_text().splitlines()]
     assert [line["kind"] for line in lines] == ["RoutingDecision", "Execution"]
     assert lines[0]["record"]["task_id"] == "t1"
+    assert lines[0]["pending"] == ["records", "audit"]
+    assert lines[1]["pending"] == ["records"]
 
 
 def test_rejects_bad_settings(store: Store) -> None:
@@ -131,3 +133,92 @@ def test_decisions_and_evaluations_enter_the_audit_chain_once(store: Store, tmp_
     assert report.entries == 2  # one decision, one evaluation: the retry did not append again
     assert tracker.ingest_reports and tracker.ingest_reports[0].accepted == 1
     assert not tracker.spilled
+
+
+def test_only_records_with_stages_still_due_are_spilled(store: Store, tmp_path: Path) -> None:
+    from agent_agency.pool.assemble import build_data_point
+    from agent_agency.records import GraderSpec, Task
+
+    sink = FlakyIngest(store)
+    sink.failures_left = 99  # ingest never succeeds
+    made = execution(2)
+    point = build_data_point(
+        Task(id="t2", type="arithmetic", prompt="2+2?", grader=GraderSpec(kind="exact-number")),
+        None,
+        made,
+        None,
+    )
+    tracker = Tracker(sink, spill_dir=tmp_path, retries=2, flush_interval_s=0.05)
+    tracker.record(made)
+    tracker.record(point)
+    tracker.close()
+    assert count(store, executions) == 1
+    [spilled] = tracker.spilled
+    lines = [json.loads(line) for line in spilled.read_text().splitlines()]
+    assert [(line["kind"], line["pending"]) for line in lines] == [("DataPoint", ["points"])]
+
+
+def test_spill_falls_back_to_the_temp_directory(store: Store, tmp_path: Path) -> None:
+    with store.engine.begin() as connection:
+        connection.execute(text("DROP TABLE executions"))
+    tracker = Tracker(store, spill_dir=tmp_path / "missing", retries=1, flush_interval_s=0.05)
+    tracker.record(execution(3))
+    tracker.close()
+    [spilled] = tracker.spilled
+    assert spilled.parent != tmp_path / "missing" and spilled.exists()
+    spilled.unlink()
+
+
+def test_writer_survives_when_nothing_can_be_saved(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    with store.engine.begin() as connection:
+        connection.execute(text("DROP TABLE executions"))
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path / "no-temp"))
+    tracker = Tracker(store, spill_dir=tmp_path / "missing", retries=1, flush_interval_s=0.05)
+    tracker.record(execution(4))
+    tracker.flush(timeout=10)  # returns: the writer is still alive
+    tracker.record(decision(5))
+    tracker.close()
+    assert isinstance(tracker.fatal_error, OSError)
+    assert count(store, routing_decisions) == 1  # later batches are still written
+
+
+def test_records_it_cannot_store_are_refused_at_the_call_site(store: Store) -> None:
+    from agent_agency.records import GraderSpec, Task
+
+    tracker = Tracker(store)
+    with pytest.raises(TypeError, match="cannot record Task"):
+        tracker.record(Task(id="t", type="x", prompt="p", grader=GraderSpec(kind="label")))
+    tracker.close()
+
+
+def test_spilled_records_replay_into_a_pool_once(store: Store, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from agent_agency.caws.audit import AuditLog
+    from agent_agency.cli import app
+
+    with store.engine.begin() as connection:
+        connection.execute(text("DROP TABLE routing_decisions"))
+    tracker = Tracker(store, spill_dir=tmp_path, retries=1, flush_interval_s=0.05)
+    tracker.record(decision(7))
+    tracker.record(execution(7))
+    tracker.close()
+    [spilled] = tracker.spilled
+
+    target = tmp_path / "recovered.db"
+    result = CliRunner().invoke(app, ["replay", str(spilled), "--db", str(target)])
+    assert result.exit_code == 0, result.output
+    assert "replayed 2 records" in result.output
+    recovered = Store.open(f"sqlite:///{target}")
+    assert count(recovered, routing_decisions) == 1 and count(recovered, executions) == 1
+    assert AuditLog(recovered.engine).verify().entries == 1
+    recovered.close()
+
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"kind": "Task", "pending": [], "record": {}}\n')
+    result = CliRunner().invoke(app, ["replay", str(broken), "--db", str(target)])
+    assert result.exit_code == 2 and "broken.jsonl:1: not a spilled record" in result.output

@@ -4,8 +4,9 @@ The arbiter calls `record_*` on its hot path; those only enqueue. A daemon threa
 into the pool in batches (one transaction per batch) every `flush_interval_s` or `batch_size`
 records, appending routing decisions and evaluations to the audit trail when one is given.
 `flush()` blocks until everything recorded before it is written; `close()` flushes and
-stops the thread. A batch the store refuses is retried; if it still fails it is spilled to a JSONL
-file beside the working directory so that nothing recorded is ever lost.
+stops the thread. A batch the store refuses is retried; if it still fails, the records whose
+stages are still due are spilled to a JSONL file (in `spill_dir`, else the temp directory) so
+that nothing recorded is lost; `agency replay FILE` stores them later.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import queue
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -79,8 +81,18 @@ class _Batch:
             + len(self.points)
         )
 
-    def records(self) -> list[Record]:
-        return [*self.decisions, *self.executions, *self.evaluations, *self.spans, *self.points]
+    def pending(self) -> list[tuple[Record, list[str]]]:
+        """Each record with the stages not yet done for it."""
+
+        def due(*stages: str) -> list[str]:
+            return [stage for stage in stages if stage not in self.stages_done]
+
+        rows: list[tuple[Record, list[str]]] = []
+        rows += [(record, due("records", "audit")) for record in self.decisions]
+        rows += [(record, due("records")) for record in (*self.executions, *self.spans)]
+        rows += [(record, due("records", "audit")) for record in self.evaluations]
+        rows += [(record, due("points")) for record in self.points]
+        return [(record, stages) for record, stages in rows if stages]
 
     def audit_items(self) -> list[tuple[str, str, Mapping[str, Any]]]:
         items: list[tuple[str, str, Mapping[str, Any]]] = [
@@ -92,6 +104,9 @@ class _Batch:
             for evaluation in self.evaluations
         )
         return items
+
+
+RECORDABLE = (RoutingDecision, Execution, Evaluation, Span, DataPoint)
 
 
 class _FlushMarker:
@@ -128,6 +143,7 @@ class Tracker:
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._closed = False
         self.written = 0
+        self.fatal_error: BaseException | None = None
         self.spilled: list[Path] = []
         self.ingest_reports: list[Any] = []
         self._thread = threading.Thread(target=self._drain, name="agency-tracker", daemon=True)
@@ -138,6 +154,8 @@ class Tracker:
     def record(self, record: Record) -> None:
         if self._closed:
             raise RuntimeError("the tracker is closed")
+        if not isinstance(record, RECORDABLE):
+            raise TypeError(f"the tracker cannot record {type(record).__name__}")
         self._queue.put(record)
 
     record_decision = record
@@ -152,14 +170,18 @@ class Tracker:
         """Block until every record enqueued before this call has been written (or spilled)."""
         marker = _FlushMarker()
         self._queue.put(marker)
-        if not marker.done.wait(timeout):
-            raise TimeoutError(f"tracker flush did not finish within {timeout} s")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not marker.done.wait(0.1):
+            if not self._thread.is_alive():
+                raise RuntimeError(f"the tracker's writer stopped: {self.fatal_error!r}")
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"tracker flush did not finish within {timeout} s")
 
     def close(self) -> None:
         if self._closed:
             return
-        self.flush()
         self._closed = True
+        self.flush()
         self._queue.put(_STOP)
         self._thread.join()
 
@@ -183,7 +205,11 @@ class Tracker:
                 batch.add(item)
                 if len(batch) < self._batch_size:
                     continue
-            self._write(batch)
+            try:
+                self._write(batch)
+            except BaseException as error:  # keep draining: a dead writer would hang flush()
+                self.fatal_error = error
+                log.critical("tracker lost a batch of %d records: %r", len(batch), error)
             batch = _Batch()
             deadline = time.monotonic() + self._interval
             if isinstance(item, _FlushMarker):
@@ -231,10 +257,60 @@ class Tracker:
             self.ingest_reports.append(self._sink.ingest(batch.points))
 
     def _spill(self, batch: _Batch) -> None:
-        path = self._spill_dir / f"agency-unwritten-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
-        with path.open("a", encoding="utf-8") as handle:
-            for record in batch.records():
-                line = {"kind": type(record).__name__, "record": record.model_dump(mode="json")}
-                handle.write(json.dumps(line) + "\n")
-        self.spilled.append(path)
-        log.error("tracker could not write %d records; saved them to %s", len(batch), path)
+        """Save what was not stored, one JSON line per record naming the stages still due
+        ('records', 'audit', 'points'), to the spill directory, else the temp directory."""
+        lines = [
+            json.dumps({"kind": type(record).__name__, "pending": pending, "record": dumped})
+            for record, pending in batch.pending()
+            for dumped in (record.model_dump(mode="json"),)
+        ]
+        name = f"agency-unwritten-{time.strftime('%Y%m%d-%H%M%S')}-{id(batch):x}.jsonl"
+        for directory in (self._spill_dir, Path(tempfile.gettempdir())):
+            path = directory / name
+            try:
+                with path.open("a", encoding="utf-8") as handle:
+                    handle.write("".join(line + "\n" for line in lines))
+            except OSError as error:
+                log.error("cannot spill to %s: %s", path, error)
+                continue
+            self.spilled.append(path)
+            log.error("tracker could not write %d records; saved them to %s", len(lines), path)
+            return
+        raise OSError(f"could not spill {len(lines)} records to {self._spill_dir} or temp")
+
+
+_SPILLED_KINDS: dict[str, type[Record]] = {kind.__name__: kind for kind in RECORDABLE}
+
+
+def replay_spill(path: Path, sink: RecordSink, audit: AuditSink | None = None) -> int:
+    """Store what a tracker spilled to `path`, each record only for the stages still due, in
+    the tracker's order (records, audit, points). Returns the number of records replayed."""
+    batch = _Batch()
+    due: dict[str, list[Record]] = {"records": [], "audit": [], "points": []}
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, start=1):
+        try:
+            entry = json.loads(line)
+            record = _SPILLED_KINDS[entry["kind"]].model_validate(entry["record"])
+            stages = list(entry["pending"])
+        except (ValueError, KeyError, TypeError) as error:
+            raise ValueError(f"{path}:{number}: not a spilled record: {error}") from None
+        for stage in stages:
+            due[stage].append(record)
+    for record in due["records"]:
+        batch.add(record)
+    sink.write_records(
+        decisions=batch.decisions,
+        executions=batch.executions,
+        evaluations=batch.evaluations,
+        spans=batch.spans,
+    )
+    audited = _Batch()
+    for record in due["audit"]:
+        audited.add(record)
+    if audit is not None and due["audit"]:
+        audit.append_many(audited.audit_items())
+    points = [record for record in due["points"] if isinstance(record, DataPoint)]
+    if points:
+        sink.ingest(points)
+    return len(lines)
