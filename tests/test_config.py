@@ -151,3 +151,22 @@ def test_readme_example_config_is_valid() -> None:
     for block in blocks:
         config = parse_config(yaml.safe_load(block), source="README.md")
         assert config.agents
+
+
+def test_parent_cycles_are_rejected() -> None:
+    with pytest.raises(ConfigError, match=r"agents\.0\.parent: a@1 descends from itself"):
+        parse_config({"agents": [{"name": "a", "parent": "a@1"}]})
+    with pytest.raises(ConfigError, match=r"agents\.1\.parent: .* descends from itself"):
+        parse_config(
+            {
+                "agents": [
+                    {"name": "root"},
+                    {"name": "a", "parent": "b@1"},
+                    {"name": "b", "parent": "a@1"},
+                ]
+            }
+        )
+    chain = parse_config(
+        {"agents": [{"name": "a"}, {"name": "a", "version": "2", "parent": "a@1"}]}
+    )
+    assert chain.agent("a@2").parent == "a@1"

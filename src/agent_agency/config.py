@@ -324,6 +324,7 @@ class AgencyConfig(Section):
             if agent.key in seen:
                 raise ValueError(f"agent {agent.key!r} is defined twice")
             seen.add(agent.key)
+        self._parents_form_no_cycle()
         references = [(f"run.agents.{i}", name) for i, name in enumerate(self.run.agents)]
         references += [
             (f"evaluation.judges.{i}.agent", judge.agent)
@@ -336,6 +337,20 @@ class AgencyConfig(Section):
                     + ", ".join(spec.key for spec in self.agents)
                 )
         return self
+
+    def _parents_form_no_cycle(self) -> None:
+        keys = {spec.key: index for index, spec in enumerate(self.agents)}
+        parent_of = {spec.key: spec.parent for spec in self.agents if spec.parent in keys}
+        for start in parent_of:
+            seen, key = {start}, parent_of[start]
+            while key is not None:
+                if key in seen:
+                    raise ValueError(
+                        f"agents.{keys[start]}.parent: {start} descends from itself "
+                        f"(parent chain returns to {key})"
+                    )
+                seen.add(key)
+                key = parent_of.get(key)
 
     def team(self) -> list[AgentSpec]:
         """The agents a run uses: `run.agents` if given, else every configured agent."""

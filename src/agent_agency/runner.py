@@ -77,6 +77,8 @@ def build_router(config: AgencyConfig, store: Store) -> Router:
     added = {spec.key for spec in team} - {spec.key for spec in children}
     while children:  # parents before children, so version chains inherit in order
         ready = [spec for spec in children if spec.parent in added]
+        if not ready:  # config validation rejects parent cycles; never loop on one
+            raise ValueError(f"agents {[spec.key for spec in children]}: parents form a cycle")
         for spec in ready:
             router.add_agent(spec, inherit_from=spec.parent)
             added.add(spec.key)
