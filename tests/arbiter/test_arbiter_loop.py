@@ -209,7 +209,8 @@ def test_run_is_recorded_in_the_pool(tasks: list[Task], tmp_path: Path) -> None:
     assert stored_spans == sum(len(o.spans) for o in outcomes)
     assert sum(row.tasks for row in rows) == 20
     assert sum(row.successes for row in rows) == sum(o.success for o in outcomes)
-    assert sum(agg.n for agg in aggregates) >= 20
+    assert sum(agg.n for agg in aggregates) == 20
+    assert sum(agg.successes for agg in aggregates) == sum(o.success for o in outcomes)
     assert {row.agent for row in rows} <= {"good@1", "poor@1"}
 
 

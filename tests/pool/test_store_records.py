@@ -35,15 +35,51 @@ def test_write_records_is_idempotent_and_updates_aggregates_once(store: Store) -
     assert arm.quality_sq_sum == pytest.approx(0.64)
 
 
-def test_aggregates_count_only_the_final_iteration(store: Store) -> None:
+def test_aggregates_count_each_execution_once_with_its_final_evaluation(store: Store) -> None:
     _, execution, evaluations = make_records("t1", iterations=2, quality=0.7)
-    store.write_records(executions=[execution])
-    store.write_records(evaluations=evaluations[:1])  # first attempt: not final
-    assert store.task_aggregates() == []
-    store.write_records(evaluations=evaluations)
+    store.write_records(executions=[execution])  # finished, not graded yet: quality 0 so far
+    [arm] = store.task_aggregates()
+    assert (arm.n, arm.successes, arm.quality_sum) == (1, 1, 0.0)
+    store.write_records(evaluations=evaluations[:1])  # first attempt (0.1) arrives late
+    [arm] = store.task_aggregates()
+    assert (arm.n, arm.successes) == (1, 1)
+    assert arm.quality_sum == pytest.approx(0.1)
+    store.write_records(evaluations=evaluations)  # the final one replaces it; the first is known
+    store.write_records(evaluations=evaluations[:1])  # re-sent: changes nothing
+    [arm] = store.task_aggregates()
+    assert (arm.n, arm.successes) == (1, 1)
+    assert arm.quality_sum == pytest.approx(0.7)
+    assert arm.quality_sq_sum == pytest.approx(0.49)
+
+
+def test_aggregates_use_the_executions_verdict_not_the_evaluations(store: Store) -> None:
+    """Mandatory gates passed but the execution failed (score under the pass threshold)."""
+    decision, execution, [evaluation] = make_records("t1", quality=0.3)
+    failed = execution.model_copy(update={"success": False})
+    # an error on a later attempt: graded once, then the backend failed; and one never graded
+    _, errored, [first] = make_records("t2", quality=0.6, success=True)
+    errored = errored.model_copy(update={"success": False})
+    _, ungraded, _ = make_records("t3")
+    store.write_records(
+        decisions=[decision],
+        executions=[failed, errored, ungraded],
+        evaluations=[evaluation, first],
+    )
+    [arm] = store.task_aggregates()
+    assert evaluation.success and first.success  # what the old code counted
+    assert (arm.n, arm.successes) == (3, 1)
+    assert arm.quality_sum == pytest.approx(0.3 + 0.6 + 0.0)
+    [summary] = store.agent_task_summary()
+    assert (summary.tasks, summary.successes) == (arm.n, arm.successes)
+    assert summary.mean_quality * summary.tasks == pytest.approx(arm.quality_sum)
+
+
+def test_aggregates_ignore_a_final_evaluation_sent_twice_in_one_batch(store: Store) -> None:
+    _, execution, evaluations = make_records("t1", iterations=3, quality=0.8)
+    store.write_records(executions=[execution, execution], evaluations=evaluations * 2)
     [arm] = store.task_aggregates()
     assert arm.n == 1
-    assert arm.quality_sum == pytest.approx(0.7)
+    assert arm.quality_sum == pytest.approx(0.8)
 
 
 def test_aggregates_equal_a_full_scan(store: Store) -> None:
@@ -65,15 +101,18 @@ def test_aggregates_equal_a_full_scan(store: Store) -> None:
             executions=[b[1] for b in chunk],
             evaluations=[e for b in chunk for e in b[2]],
         )
-    expected: dict[tuple[str, str], list[float]] = {}
+    expected: dict[tuple[str, str], list[tuple[bool, float]]] = {}
     for _, execution, [evaluation] in batches:
         expected.setdefault((execution.agent, execution.task_type), []).append(
-            evaluation.overall_score
+            (execution.success, evaluation.overall_score)
         )
     arms = {(a.agent, a.task_type): a for a in store.task_aggregates()}
-    assert arms.keys() == expected.keys()
-    for key, qualities in expected.items():
-        assert arms[key].n == len(qualities)
+    summaries = {(s.agent, s.task_type): s for s in store.agent_task_summary()}
+    assert arms.keys() == expected.keys() == summaries.keys()
+    for key, outcomes in expected.items():
+        qualities = [quality for _, quality in outcomes]
+        assert arms[key].n == summaries[key].tasks == len(qualities)
+        assert arms[key].successes == summaries[key].successes == sum(s for s, _ in outcomes)
         assert arms[key].quality_sum == pytest.approx(sum(qualities))
         assert arms[key].quality_sq_sum == pytest.approx(sum(q * q for q in qualities))
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -17,6 +18,12 @@ from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.engine import RawJson, make_engine
 from agent_agency.pool.migrate import migrate
+from agent_agency.pool.outcomes import (
+    final_evaluations,
+    final_quality,
+    pick_final,
+    stored_evaluations,
+)
 from agent_agency.pool.reward_noise import RewardNoise
 from agent_agency.pool.tenant_secret import load_tenant_secret
 from agent_agency.pool.timestamps import to_utc
@@ -236,47 +243,57 @@ def insert_points(connection: Connection, rows: list[dict[str, Any]]) -> int:
     return int(result.rowcount)
 
 
-def _execution_facts(
-    connection: Connection, batch: Sequence[Execution], wanted: set[str]
-) -> dict[str, tuple[int, float, int]]:
-    """(final iteration number, latency, tokens) for each wanted execution id."""
-    facts = {
-        e.id: (max(1, len(e.iterations)), e.latency_ms, e.tokens_used)
-        for e in batch
-        if e.id in wanted
-    }
-    missing = wanted - facts.keys()
-    if missing:
-        stored = connection.execute(
-            select(schema.executions.c.id, schema.executions.c.payload).where(
-                schema.executions.c.id.in_(missing)
-            )
-        )
-        for execution_id, payload in stored:
-            execution = Execution.model_validate(payload)
-            facts[execution_id] = (
-                max(1, len(execution.iterations)),
-                execution.latency_ms,
-                execution.tokens_used,
+@dataclass(frozen=True)
+class _ExecutionFacts:
+    agent: str
+    task_type: str
+    success: bool
+    latency_ms: float
+    tokens: int
+
+
+def _stored_executions(connection: Connection, ids: set[str]) -> dict[str, _ExecutionFacts]:
+    ex = schema.executions
+    facts: dict[str, _ExecutionFacts] = {}
+    ordered = sorted(ids)
+    for start in range(0, len(ordered), 500):
+        query = select(
+            ex.c.id, ex.c.agent, ex.c.task_type, ex.c.success, ex.c.latency_ms, ex.c.tokens
+        ).where(ex.c.id.in_(ordered[start : start + 500]))
+        for execution_id, agent, task_type, success, latency, tokens in connection.execute(query):
+            facts[execution_id] = _ExecutionFacts(
+                agent, task_type, bool(success), float(latency), int(tokens)
             )
     return facts
 
 
 def _arm_increments(
-    evaluations: Iterable[Evaluation], facts: dict[str, tuple[int, float, int]]
+    connection: Connection,
+    new_executions: Sequence[Execution],
+    new_evaluations: Sequence[Evaluation],
 ) -> list[dict[str, Any]]:
-    """Per (agent, task type) increments from the final evaluation of each execution."""
+    """Per (agent, task type) increments for the executions and evaluations just inserted.
+
+    Each newly inserted execution counts once (n, success, latency, tokens) with the quality of
+    its final evaluation stored so far (0.0 if none). A newly inserted evaluation of an execution
+    stored in an earlier batch that becomes that execution's final evaluation replaces the
+    quality it was counted with: the increment is the difference. Both use `pool.outcomes`.
+    """
+    counted = {e.id for e in new_executions}
+    fresh_ids = {e.id for e in new_evaluations}
+    earlier = {e.execution_id for e in new_evaluations} - counted
+    candidates = stored_evaluations(connection, counted | earlier)
+    final_now = pick_final(candidates)
+    final_before = pick_final(c for c in candidates if c.evaluation_id not in fresh_ids)
     arms: dict[tuple[str, str], dict[str, Any]] = {}
     now = utcnow()
-    for evaluation in evaluations:
-        final_iteration, latency, tokens = facts[evaluation.execution_id]
-        if evaluation.iteration != final_iteration:
-            continue
-        arm = arms.setdefault(
-            (evaluation.agent, evaluation.task_type),
+
+    def arm(agent: str, task_type: str) -> dict[str, Any]:
+        return arms.setdefault(
+            (agent, task_type),
             {
-                "agent": evaluation.agent,
-                "task_type": evaluation.task_type,
+                "agent": agent,
+                "task_type": task_type,
                 "n": 0,
                 "successes": 0,
                 "quality_sum": 0.0,
@@ -286,12 +303,35 @@ def _arm_increments(
                 "updated_at": now,
             },
         )
-        arm["n"] += 1
-        arm["successes"] += int(evaluation.success)
-        arm["quality_sum"] += evaluation.overall_score
-        arm["quality_sq_sum"] += evaluation.overall_score**2
-        arm["latency_sum"] += latency
-        arm["tokens_sum"] += tokens
+
+    for execution in new_executions:
+        quality = final_quality(final_now, execution.id)
+        row = arm(execution.agent, execution.task_type)
+        row["n"] += 1
+        row["successes"] += int(execution.success)
+        row["quality_sum"] += quality
+        row["quality_sq_sum"] += quality**2
+        row["latency_sum"] += execution.latency_ms
+        row["tokens_sum"] += execution.tokens_used
+    changed = {
+        execution_id
+        for execution_id in earlier
+        if final_now.get(execution_id) != final_before.get(execution_id)
+    }
+    stored = _stored_executions(connection, changed)
+    unknown = sorted(changed - stored.keys())
+    if unknown:
+        raise ValueError(
+            f"evaluations[].execution_id: execution(s) {', '.join(unknown)} not stored; "
+            "write each execution in the same batch as its evaluation or an earlier one"
+        )
+    for execution_id in sorted(changed):
+        facts = stored[execution_id]
+        before = final_quality(final_before, execution_id)
+        after = final_quality(final_now, execution_id)
+        row = arm(facts.agent, facts.task_type)
+        row["quality_sum"] += after - before
+        row["quality_sq_sum"] += after**2 - before**2
     return list(arms.values())
 
 
@@ -363,26 +403,26 @@ class Store:
     ) -> None:
         """Store records in one transaction; ids already stored are ignored (idempotent).
 
-        Each execution's final evaluation, counted once, updates `agent_task_aggregates`; its
-        execution must be in this batch or an earlier one.
+        Each newly stored execution counts once in `agent_task_aggregates` (the router's
+        warm-start totals): its own success flag, and the quality of its final evaluation
+        (`pool.outcomes`), 0.0 until it has one. An evaluation may arrive with its execution or
+        in a later batch (the quality it is counted with is then corrected), never before it.
         """
         with self._engine.begin() as connection:
             insert_new(connection, schema.routing_decisions, [_decision_row(d) for d in decisions])
-            insert_new(connection, schema.executions, [_execution_row(e) for e in executions])
-            inserted = insert_new(
+            new_executions = insert_new(
+                connection, schema.executions, [_execution_row(e) for e in executions]
+            )
+            new_evaluations = insert_new(
                 connection, schema.evaluations, [_evaluation_row(e) for e in evaluations]
             )
             insert_new(connection, schema.spans, [_span_row(s) for s in spans])
-            fresh: dict[str, Evaluation] = {e.id: e for e in evaluations if e.id in inserted}
-            wanted = {e.execution_id for e in fresh.values()}
-            facts = _execution_facts(connection, executions, wanted)
-            unknown = sorted(wanted - facts.keys())
-            if unknown:
-                raise ValueError(
-                    f"evaluations[].execution_id: execution(s) {', '.join(unknown)} not stored; "
-                    "write each execution in the same batch as its evaluation or an earlier one"
-                )
-            _add_to_aggregates(connection, _arm_increments(fresh.values(), facts))
+            increments = _arm_increments(
+                connection,
+                list({e.id: e for e in executions if e.id in new_executions}.values()),
+                list({e.id: e for e in evaluations if e.id in new_evaluations}.values()),
+            )
+            _add_to_aggregates(connection, increments)
 
     def ingest(self, points: Sequence[RawPoint]) -> IngestReport:
         """Validate, anonymize and store points in one transaction, idempotent by id.
@@ -533,7 +573,7 @@ class Store:
         quality of its final (highest-iteration) evaluation, 0 if it was never evaluated. A group
         is `simulated` when any of its executions came from a scripted agent.
         """
-        ex, ev = schema.executions, schema.evaluations
+        ex = schema.executions
         executions_query = select(
             ex.c.id,
             ex.c.agent,
@@ -543,23 +583,18 @@ class Store:
             ex.c.tokens,
             ex.c.simulated,
         )
-        evaluations_query = select(ev.c.execution_id, ev.c.iteration, ev.c.quality)
         if since is not None:
             executions_query = executions_query.where(ex.c.timestamp >= to_utc(since))
-            evaluations_query = evaluations_query.where(
-                ev.c.execution_id.in_(executions_query.with_only_columns(ex.c.id))
-            )
         with self._engine.connect() as connection:
-            final: dict[str, tuple[int, float]] = {}
-            for execution_id, iteration, quality in connection.execute(evaluations_query):
-                if execution_id not in final or iteration > final[execution_id][0]:
-                    final[execution_id] = (iteration, quality)
+            final = final_evaluations(
+                connection,
+                None if since is None else executions_query.with_only_columns(ex.c.id),
+            )
             groups: dict[tuple[str, str], list[tuple[bool, float, float, int, bool]]] = {}
             for row in connection.execute(executions_query):
                 execution_id, agent, task_type, success, latency, tokens, simulated = row
-                quality = final[execution_id][1] if execution_id in final else 0.0
                 groups.setdefault((agent, task_type), []).append(
-                    (success, quality, latency, tokens, simulated)
+                    (success, final_quality(final, execution_id), latency, tokens, simulated)
                 )
         summaries = []
         for (agent, task_type), rows in sorted(groups.items()):
