@@ -187,3 +187,30 @@ def test_configured_judge_grades_only_its_task_types(workdir: Path) -> None:
     assert [judge["judge"] for judge in shown] == ["tone"]
     assert shown[0]["verdicts"] == shown[0]["errors"] == len(judged)
     assert "Model judges" in runner.invoke(app, ["stats"]).output
+
+
+def test_unreachable_server_is_reported_not_hidden(workdir: Path) -> None:
+    from conftest import free_port
+
+    (workdir / "agency.yaml").write_text(
+        "agents:\n  - name: remote\n    backend: openai_compat\n"
+        f"    base_url: http://127.0.0.1:{free_port()}/v1\n"
+        "    capabilities: [classification]\n"
+    )
+    result = runner.invoke(app, ["run", "--tasks", "2", "--builtin", "classification"])
+    assert result.exit_code == 2
+    assert "Most common failure reasons" in result.output
+    assert "cannot connect" in result.output
+    assert "no agent answered any task" in result.output
+
+
+def test_missing_api_key_is_a_clear_error(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NOPE_KEY_XYZ", raising=False)
+    (workdir / "agency.yaml").write_text(
+        "agents:\n  - name: big\n    backend: openai_compat\n"
+        "    base_url: https://api.example.invalid/v1\n    api_key_env: NOPE_KEY_XYZ\n"
+    )
+    result = runner.invoke(app, ["run", "--tasks", "1"])
+    assert result.exit_code == 2
+    assert "NOPE_KEY_XYZ" in result.output
+    assert "Traceback" not in result.output

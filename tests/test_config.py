@@ -170,3 +170,18 @@ def test_parent_cycles_are_rejected() -> None:
         {"agents": [{"name": "a"}, {"name": "a", "version": "2", "parent": "a@1"}]}
     )
     assert chain.agent("a@2").parent == "a@1"
+
+
+def test_run_agents_may_not_name_one_agent_twice() -> None:
+    with pytest.raises(ConfigError, match=r"run\.agents\.1: 'direct@1' names direct@1 a second"):
+        parse_config({"run": {"agents": ["direct", "direct@1"]}})
+
+
+def test_local_backend_model_must_be_the_embedded_one_or_a_gguf_file() -> None:
+    with pytest.raises(ConfigError, match=r"agents\.0: Value error, model: the local backend"):
+        parse_config({"agents": [{"name": "a", "model": "llama3"}]})
+    config = parse_config({"agents": [{"name": "a", "model": "/models/tiny.gguf"}]})
+    from agent_agency.agents.registry import build_backend
+
+    with pytest.raises(ValueError, match="model file /models/tiny.gguf not found"):
+        build_backend(config.agents[0])

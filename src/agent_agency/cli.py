@@ -70,6 +70,7 @@ def run(
     config: ConfigOption = None,
 ) -> None:
     """Send a batch of tasks through the arbiter and record every decision, execution and grade."""
+    from agent_agency.agents.base import BackendError
     from agent_agency.runner import RunRequest, execute_run
 
     data = load_settings(config, db).model_dump()
@@ -115,15 +116,25 @@ def run(
             succeeded += int(success)
             progress.update(bar, advance=1, ok=succeeded)
 
-        report = asyncio.run(execute_run(prepared, on_task_done=advance))
+        try:
+            report = asyncio.run(execute_run(prepared, on_task_done=advance))
+        except (BackendError, ValueError) as error:  # building the team failed
+            raise fail(error) from None
     _print_summary(report.summary, title="Run summary (agent × task type)")
     console.print(
         f"{report.tasks} tasks in {report.wall_s:.1f} s; summary written to {report.summary_json}"
     )
+    if report.failure_reasons:
+        console.print("Most common failure reasons:")
+        for reason, count in report.failure_reasons:
+            console.print(f"  {count:>4} × {reason}", soft_wrap=True, markup=False)
     if report.spilled:
         err_console.print(
-            f"[red]some records could not be written; saved to {report.spilled}[/red]"
+            f"[red]some records could not be written; saved to {report.spilled}[/red] "
+            "(store them later with `agency replay FILE`)"
         )
+    if report.no_agent_answered:
+        raise fail("no agent answered any task; see the failure reasons above")
 
 
 @app.command()

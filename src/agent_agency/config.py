@@ -336,6 +336,12 @@ class AgencyConfig(Section):
                     f"{field_path}: unknown agent {name!r}; configured agents: "
                     + ", ".join(spec.key for spec in self.agents)
                 )
+        chosen: set[str] = set()
+        for index, name in enumerate(self.run.agents):
+            key = self.agent(name).key
+            if key in chosen:
+                raise ValueError(f"run.agents.{index}: {name!r} names {key} a second time")
+            chosen.add(key)
         return self
 
     def _parents_form_no_cycle(self) -> None:

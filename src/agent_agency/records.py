@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 def new_id() -> str:
@@ -110,6 +110,9 @@ class Completion(Record):
 BackendKind = Literal["local", "openai_compat", "scripted"]
 
 
+EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
+
+
 class AgentSpec(Record):
     """An agent: a backend, a model, and how it is prompted and decoded."""
 
@@ -117,7 +120,10 @@ class AgentSpec(Record):
     version: str = "1"
     parent: str | None = Field(default=None, description="'name@version' this agent derives from")
     backend: BackendKind = "local"
-    model: str = "SmolLM2-135M-Instruct"
+    model: str = Field(
+        default="SmolLM2-135M-Instruct",
+        description="local: the embedded model or a .gguf path; openai_compat: the served name",
+    )
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     system_prompt: str = "You are a helpful assistant. Answer concisely."
@@ -138,6 +144,17 @@ class AgentSpec(Record):
         default_factory=dict,
         description="scripted backend only: probability of a correct answer per task type",
     )
+
+    @model_validator(mode="after")
+    def _local_model_is_runnable(self) -> AgentSpec:
+        if self.backend == "local" and not (
+            self.model == EMBEDDED_MODEL or self.model.endswith(".gguf")
+        ):
+            raise ValueError(
+                f"model: the local backend runs the embedded {EMBEDDED_MODEL} or a .gguf file "
+                f"you name; got {self.model!r} (use backend: openai_compat for a served model)"
+            )
+        return self
 
     @property
     def key(self) -> str:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_agency.agents.registry import build_backend
-from agent_agency.arbiter.arbiter import Arbiter
+from agent_agency.arbiter.arbiter import Arbiter, TaskOutcome
 from agent_agency.arbiter.router import Router
 from agent_agency.caws.audit import AuditLog
 from agent_agency.caws.evaluator import Evaluator
@@ -62,6 +63,13 @@ class RunReport:
     summary: list[AgentTaskSummary]
     summary_json: Path
     spilled: list[Path]
+    failure_reasons: list[tuple[str, int]]
+    unanswered: int
+
+    @property
+    def no_agent_answered(self) -> bool:
+        """No task got an answer from any agent: a setup problem (server down, model missing)."""
+        return self.tasks > 0 and self.unanswered == self.tasks
 
 
 def build_router(config: AgencyConfig, store: Store) -> Router:
@@ -138,9 +146,22 @@ async def execute_run(
         summary=summary,
         summary_json=Path(config.run.summary_json),
         spilled=tracker.spilled,
+        failure_reasons=_failure_reasons(outcomes),
+        unanswered=sum(not outcome.evaluations for outcome in outcomes),
     )
     write_summary_json(report, config, started_at.isoformat(), prepared.simulated)
     return report
+
+
+def _failure_reasons(outcomes: Sequence[TaskOutcome], shown: int = 3) -> list[tuple[str, int]]:
+    """The most common reasons tasks failed, each cut to its first line."""
+    reasons: Counter[str] = Counter()
+    for outcome in outcomes:
+        if outcome.success:
+            continue
+        reason = outcome.execution.failure_reason if outcome.executions else outcome.error
+        reasons[(reason or "unknown").splitlines()[0][:160]] += 1
+    return reasons.most_common(shown)
 
 
 def write_summary_json(
@@ -154,6 +175,7 @@ def write_summary_json(
         "database": config.storage.url,
         "agents": [spec.key for spec in config.team()],
         "simulated": simulated,
+        "failure_reasons": [{"reason": reason, "tasks": n} for reason, n in report.failure_reasons],
         "summary": [row.model_dump(mode="json") for row in report.summary],
     }
     report.summary_json.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

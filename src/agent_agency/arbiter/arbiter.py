@@ -134,7 +134,8 @@ class Arbiter:
                     task, self.in_flight, exclude=tried, fallback_of=tried[-1] if tried else None
                 )
             except NoAgentAvailable as error:
-                outcome.error = str(error)
+                if not tried:  # after a fallback, the last agent's failure says more
+                    outcome.error = str(error)
                 return
             outcome.decisions.append(decision)
             agent = decision.selected_agent
