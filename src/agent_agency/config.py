@@ -348,7 +348,8 @@ class AgencyConfig(Section):
         keys = {spec.key: index for index, spec in enumerate(self.agents)}
         parent_of = {spec.key: spec.parent for spec in self.agents if spec.parent in keys}
         for start in parent_of:
-            seen, key = {start}, parent_of[start]
+            seen: set[str] = {start}
+            key: str | None = parent_of[start]
             while key is not None:
                 if key in seen:
                     raise ValueError(
