@@ -95,3 +95,44 @@ def test_evaluate_rejects_unknown_policy(tmp_path: Path) -> None:
     )
     assert result.exit_code != 0
     assert "psychic" in result.output
+
+
+def test_outcome_is_the_executions_verdict_with_its_final_evaluations_quality(
+    tmp_path: Path,
+) -> None:
+    """Gates passed but the score was under the threshold; a call failed without fallback."""
+    router = Router(settings(quality_weight=0.0), agents("a", "b"))
+    below = router.decide(task(task_id="below"))
+    retried = router.decide(task(task_id="retried"))
+    crashed = router.decide(task(task_id="crashed"))  # fallback off: no later decision names it
+    open_ = router.decide(task(task_id="open"))
+    below_run, below_eval = _graded(below.id, below.selected_agent, "below", True)
+    below_run = below_run.model_copy(update={"success": False})  # 0.4 < pass threshold
+    below_eval = below_eval.model_copy(update={"overall_score": 0.4})
+    retry_run, first = _graded(retried.id, retried.selected_agent, "retried", False)
+    retry_run = retry_run.model_copy(update={"success": True})
+    second = first.model_copy(
+        update={"id": "second", "iteration": 2, "overall_score": 0.9, "passed_all_mandatory": True}
+    )
+    crash_run = Execution(
+        task_id="crashed",
+        task_type="code",
+        agent=crashed.selected_agent,
+        decision_id=crashed.id,
+        failure_reason="connection reset",
+    )
+    url = f"sqlite:///{tmp_path / 'pool.db'}"
+    with Store.open(url) as store:
+        store.write_records(
+            decisions=[below, retried, crashed, open_],
+            executions=[below_run, retry_run, crash_run],
+            evaluations=[second, below_eval, first],  # the final evaluation need not come last
+        )
+        logs, unfinished = read_logged_outcomes(store.engine)
+    outcomes = {log.decision.task_id: (log.success, log.quality) for log in logs}
+    assert outcomes == {
+        "below": (False, 0.4),
+        "retried": (True, 0.9),
+        "crashed": (False, 0.0),
+    }
+    assert unfinished == 1

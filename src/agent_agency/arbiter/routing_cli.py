@@ -15,7 +15,8 @@ from sqlalchemy.engine import Engine
 from agent_agency.arbiter.ope import Estimate, LoggedOutcome, evaluate_policy, replay_policy
 from agent_agency.cli_options import ConfigOption, DbOption, load_settings
 from agent_agency.pool.engine import make_engine
-from agent_agency.pool.schema import evaluations, executions, routing_decisions
+from agent_agency.pool.outcomes import final_evaluations, final_quality
+from agent_agency.pool.schema import executions, routing_decisions
 from agent_agency.records import RoutingDecision, RoutingStrategy
 
 routing_app = typer.Typer(help="Routing: evaluate strategies off-policy on logged decisions.")
@@ -27,12 +28,14 @@ def routing() -> None:
 
 
 def read_logged_outcomes(engine: Engine) -> tuple[list[LoggedOutcome], int]:
-    """Logged decisions with their graded outcome, in time order; plus how many had none.
+    """Logged decisions with their outcome, in time order; plus how many had none.
 
-    A decision's outcome is the last evaluation (highest iteration) of the execution it started.
-    A decision without an evaluation counts as a failure (success False, quality 0) when a later
-    fallback decision for the same task names its agent as failed; otherwise it is unfinished and
-    left out (and counted).
+    A decision's outcome is the execution it started (`executions.decision_id`): that
+    execution's own success flag (the arbiter's verdict) and the quality of its final evaluation
+    (`pool.outcomes`), 0.0 if it was never evaluated. An execution that ended without an
+    evaluation (backend error, time-out) is a failure. A decision with no stored execution is a
+    failure when a later fallback decision for the same task names its agent as failed;
+    otherwise it is unfinished and left out (and counted).
     """
     with engine.connect() as connection:
         decisions = [
@@ -41,20 +44,19 @@ def read_logged_outcomes(engine: Engine) -> tuple[list[LoggedOutcome], int]:
                 select(routing_decisions.c.payload).order_by(routing_decisions.c.timestamp)
             )
         ]
-        outcome_rows = connection.execute(
-            select(
-                executions.c.decision_id,
-                evaluations.c.iteration,
-                evaluations.c.success,
-                evaluations.c.quality,
-            )
-            .join(evaluations, evaluations.c.execution_id == executions.c.id)
+        started = (
+            select(executions.c.id, executions.c.decision_id, executions.c.success)
             .where(executions.c.decision_id.is_not(None))
+            .order_by(executions.c.timestamp)
         )
-        last: dict[str, tuple[int, bool, float]] = {}
-        for decision_id, iteration, success, quality in outcome_rows:
-            if decision_id not in last or iteration > last[decision_id][0]:
-                last[decision_id] = (iteration, bool(success), float(quality))
+        # one execution per decision; should there be more, the latest one counts
+        by_decision = {
+            decision_id: (execution_id, bool(success))
+            for execution_id, decision_id, success in connection.execute(started)
+        }
+        final = final_evaluations(
+            connection, started.with_only_columns(executions.c.id).order_by(None)
+        )
     failed_agents: dict[str, set[str]] = defaultdict(set)
     for decision in decisions:
         if decision.fallback_of is not None:
@@ -62,9 +64,11 @@ def read_logged_outcomes(engine: Engine) -> tuple[list[LoggedOutcome], int]:
     logs: list[LoggedOutcome] = []
     unfinished = 0
     for decision in decisions:
-        outcome = last.get(decision.id)
-        if outcome is not None:
-            logs.append(LoggedOutcome(decision=decision, success=outcome[1], quality=outcome[2]))
+        started_execution = by_decision.get(decision.id)
+        if started_execution is not None:
+            execution_id, success = started_execution
+            quality = final_quality(final, execution_id)
+            logs.append(LoggedOutcome(decision=decision, success=success, quality=quality))
         elif decision.selected_agent in failed_agents[decision.task_id]:
             logs.append(LoggedOutcome(decision=decision, success=False, quality=0.0))
         else:
