@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -22,6 +22,21 @@ def new_id() -> str:
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+# Longest values the pool's indexed columns hold (`pool/schema.py` sizes its columns from these), so
+# an over-long value fails here, naming its field, instead of in the database.
+ID_MAX = 64
+TASK_ID_MAX = 200
+TASK_TYPE_MAX = 100
+AGENT_MAX = 200
+STRATEGY_MAX = 50
+TENANT_MAX = 64
+
+RecordId = Annotated[str, Field(max_length=ID_MAX)]
+TaskId = Annotated[str, Field(max_length=TASK_ID_MAX)]
+TaskType = Annotated[str, Field(max_length=TASK_TYPE_MAX)]
+AgentKey = Annotated[str, Field(max_length=AGENT_MAX)]
 
 
 class Record(BaseModel):
@@ -66,8 +81,10 @@ class GraderSpec(Record):
 
 
 class Task(Record):
-    id: str
-    type: str = Field(description="task type, e.g. 'code-generation'; the router learns per type")
+    id: TaskId
+    type: TaskType = Field(
+        description="task type, e.g. 'code-generation'; the router learns per type"
+    )
     prompt: str
     suite: str = "custom"
     split: Split = Split.TRAIN
@@ -116,8 +133,9 @@ EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
 class AgentSpec(Record):
     """An agent: a backend, a model, and how it is prompted and decoded."""
 
-    name: str = Field(min_length=1)
-    version: str = "1"
+    # name@version is the agent's key, stored in AGENT_MAX-long columns
+    name: str = Field(min_length=1, max_length=AGENT_MAX - 50)
+    version: str = Field(default="1", max_length=49)
     parent: str | None = Field(default=None, description="'name@version' this agent derives from")
     backend: BackendKind = "local"
     model: str = Field(
@@ -190,15 +208,15 @@ class CandidateScore(Record):
 class RoutingDecision(Record):
     """The seed's RoutingDecisionLog: what was chosen, why, and with what probability."""
 
-    id: str = Field(default_factory=new_id)
+    id: RecordId = Field(default_factory=new_id)
     timestamp: datetime = Field(default_factory=utcnow)
-    task_id: str
-    task_type: str
+    task_id: TaskId
+    task_type: TaskType
     complexity: Complexity = Complexity.STANDARD
     requirements: list[str] = Field(default_factory=list)
     context: dict[str, float] = Field(default_factory=dict)
-    selected_agent: str
-    strategy: str
+    selected_agent: AgentKey
+    strategy: str = Field(max_length=STRATEGY_MAX)
     confidence: float = Field(ge=0.0, le=1.0)
     propensity: float = Field(ge=0.0, le=1.0, description="P(selected_agent) under the policy")
     candidates: list[CandidateScore] = Field(default_factory=list)
@@ -245,11 +263,11 @@ class Iteration(Record):
 
 
 class Execution(Record):
-    id: str = Field(default_factory=new_id)
-    task_id: str
-    task_type: str
-    agent: str
-    decision_id: str | None = None
+    id: RecordId = Field(default_factory=new_id)
+    task_id: TaskId
+    task_type: TaskType
+    agent: AgentKey
+    decision_id: RecordId | None = None
     started_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None
     success: bool = False
@@ -328,12 +346,12 @@ class JudgeVerdict(Record):
 
 
 class Evaluation(Record):
-    id: str = Field(default_factory=new_id)
+    id: RecordId = Field(default_factory=new_id)
     timestamp: datetime = Field(default_factory=utcnow)
-    task_id: str
-    task_type: str
-    execution_id: str
-    agent: str
+    task_id: TaskId
+    task_type: TaskType
+    execution_id: RecordId
+    agent: AgentKey
     iteration: int = Field(default=1, ge=1)
     gates: list[GateResult] = Field(default_factory=list)
     rubric: RubricScores = Field(default_factory=RubricScores)
@@ -365,9 +383,9 @@ class SpanKind(StrEnum):
 
 
 class Span(Record):
-    id: str = Field(default_factory=new_id)
-    trace_id: str
-    parent_id: str | None = None
+    id: RecordId = Field(default_factory=new_id)
+    trace_id: RecordId
+    parent_id: RecordId | None = None
     kind: SpanKind
     name: str
     start: datetime = Field(default_factory=utcnow)
@@ -381,8 +399,8 @@ class Span(Record):
 
 
 class TaskContext(Record):
-    task_id: str
-    task_type: str
+    task_id: TaskId
+    task_type: TaskType
     suite: str
     split: Split
     complexity: Complexity
@@ -393,7 +411,7 @@ class TaskContext(Record):
 
 class RoutingContext(Record):
     decision_id: str | None
-    selected_agent: str
+    selected_agent: AgentKey
     strategy: str
     confidence: float = Field(ge=0.0, le=1.0)
     propensity: float = Field(ge=0.0, le=1.0)
@@ -431,14 +449,14 @@ class RLLabels(Record):
 
 
 class DataPoint(Record):
-    id: str
+    id: RecordId
     timestamp: datetime
     task: TaskContext
     routing: RoutingContext
     execution: ExecutionMetrics
     evaluation: EvaluationMetrics
     rl_labels: RLLabels
-    tenant_id: str = "default"
+    tenant_id: str = Field(default="default", max_length=TENANT_MAX)
     caws_compliant: bool
     anonymization_policy: dict[str, Any] | None = Field(
         default=None, description="the policy applied before storage; None if not anonymized"

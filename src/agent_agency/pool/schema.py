@@ -23,21 +23,37 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
+from agent_agency.records import (
+    AGENT_MAX,
+    ID_MAX,
+    STRATEGY_MAX,
+    TASK_ID_MAX,
+    TASK_TYPE_MAX,
+    TENANT_MAX,
+)
+
 metadata = MetaData()
 
 Json = JSON().with_variant(JSONB(), "postgresql")
 Timestamp = DateTime(timezone=True)
-Id = String(64)
+# Column lengths come from `records.py`, which rejects longer values with a field error.
+Id = String(ID_MAX)
+TaskId = String(TASK_ID_MAX)
+TaskType = String(TASK_TYPE_MAX)
+Agent = String(AGENT_MAX)
+Tenant = String(TENANT_MAX)
+SPAN_NAME_MAX = 200
+QUARANTINE_POINT_ID_MAX = 200
 
 routing_decisions = Table(
     "routing_decisions",
     metadata,
     Column("id", Id, primary_key=True),
     Column("timestamp", Timestamp, nullable=False),
-    Column("task_id", String(200), nullable=False),
-    Column("task_type", String(100), nullable=False),
-    Column("agent", String(200), nullable=False),
-    Column("strategy", String(50), nullable=False),
+    Column("task_id", TaskId, nullable=False),
+    Column("task_type", TaskType, nullable=False),
+    Column("agent", Agent, nullable=False),
+    Column("strategy", String(STRATEGY_MAX), nullable=False),
     Column("propensity", Float, nullable=False),
     Column("payload", Json, nullable=False),
     Index("ix_routing_decisions_task_id", "task_id"),
@@ -50,9 +66,9 @@ executions = Table(
     metadata,
     Column("id", Id, primary_key=True),
     Column("timestamp", Timestamp, nullable=False),
-    Column("task_id", String(200), nullable=False),
-    Column("task_type", String(100), nullable=False),
-    Column("agent", String(200), nullable=False),
+    Column("task_id", TaskId, nullable=False),
+    Column("task_type", TaskType, nullable=False),
+    Column("agent", Agent, nullable=False),
     Column("decision_id", Id),
     Column("success", Boolean, nullable=False),
     Column("latency_ms", Float, nullable=False),
@@ -69,9 +85,9 @@ evaluations = Table(
     metadata,
     Column("id", Id, primary_key=True),
     Column("timestamp", Timestamp, nullable=False),
-    Column("task_id", String(200), nullable=False),
-    Column("task_type", String(100), nullable=False),
-    Column("agent", String(200), nullable=False),
+    Column("task_id", TaskId, nullable=False),
+    Column("task_type", TaskType, nullable=False),
+    Column("agent", Agent, nullable=False),
     Column("execution_id", Id, nullable=False),
     Column("iteration", Integer, nullable=False),
     Column("success", Boolean, nullable=False),
@@ -89,7 +105,7 @@ spans = Table(
     Column("trace_id", Id, nullable=False),
     Column("parent_id", Id),
     Column("kind", String(20), nullable=False),
-    Column("name", String(200), nullable=False),
+    Column("name", String(SPAN_NAME_MAX), nullable=False),
     Column("timestamp", Timestamp, nullable=False),
     Column("payload", Json, nullable=False),
     Index("ix_spans_trace_id", "trace_id"),
@@ -102,9 +118,9 @@ data_points = Table(
     Column("id", Id, primary_key=True),
     Column("timestamp", Timestamp, nullable=False),
     Column("tier", String(10), nullable=False),
-    Column("task_type", String(100), nullable=False),
-    Column("agent", String(200), nullable=False),
-    Column("tenant", String(64), nullable=False),
+    Column("task_type", TaskType, nullable=False),
+    Column("agent", Agent, nullable=False),
+    Column("tenant", Tenant, nullable=False),
     Column("complexity", String(20), nullable=False),
     Column("success", Boolean, nullable=False),
     Column("quality", Float, nullable=False),
@@ -133,7 +149,7 @@ quarantine = Table(
     "quarantine",
     metadata,
     Column("id", Id, primary_key=True),
-    Column("point_id", String(200)),
+    Column("point_id", String(QUARANTINE_POINT_ID_MAX)),
     Column("received_at", Timestamp, nullable=False),
     Column("payload", Json, nullable=False),
     Column("reasons", Json, nullable=False),
@@ -143,7 +159,7 @@ quarantine = Table(
 agent_profiles = Table(
     "agent_profiles",
     metadata,
-    Column("agent", String(200), primary_key=True),
+    Column("agent", Agent, primary_key=True),
     Column("updated_at", Timestamp, nullable=False),
     Column("payload", Json, nullable=False),
 )
@@ -153,8 +169,8 @@ agent_stats_daily = Table(
     "agent_stats_daily",
     metadata,
     Column("day", Date, nullable=False),
-    Column("agent", String(200), nullable=False),
-    Column("task_type", String(100), nullable=False),
+    Column("agent", Agent, nullable=False),
+    Column("task_type", TaskType, nullable=False),
     Column("n", Integer, nullable=False),
     Column("successes", Integer, nullable=False),
     Column("quality_sum", Float, nullable=False),
@@ -170,8 +186,8 @@ agent_stats_daily = Table(
 agent_task_aggregates = Table(
     "agent_task_aggregates",
     metadata,
-    Column("agent", String(200), nullable=False),
-    Column("task_type", String(100), nullable=False),
+    Column("agent", Agent, nullable=False),
+    Column("task_type", TaskType, nullable=False),
     Column("n", Integer, nullable=False),
     Column("successes", Integer, nullable=False),
     Column("quality_sum", Float, nullable=False),
@@ -199,7 +215,7 @@ audit_log = Table(
 privacy_budget = Table(
     "privacy_budget",
     metadata,
-    Column("tenant", String(64), primary_key=True),
+    Column("tenant", Tenant, primary_key=True),
     Column("epsilon_spent", Float, nullable=False),
     Column("updated_at", Timestamp, nullable=False),
 )

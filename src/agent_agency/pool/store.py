@@ -141,7 +141,8 @@ def _span_row(span: Span) -> dict[str, Any]:
         "trace_id": span.trace_id,
         "parent_id": span.parent_id,
         "kind": span.kind.value,
-        "name": span.name,
+        # a display label (a tool name may come from the model): the payload keeps all of it
+        "name": fit_column(span.name, schema.SPAN_NAME_MAX),
         "timestamp": to_utc(span.start),
         "payload": RawJson(span.model_dump_json()),
     }
@@ -170,13 +171,28 @@ def data_point_row(point: DataPoint, tier: str) -> dict[str, Any]:
     }
 
 
+def fit_column(value: str, length: int) -> str:
+    """`value` if it fits a column of `length` characters, else its head plus a digest of it.
+
+    Distinct long values stay distinct (the digest covers the whole value); the full value is
+    kept wherever the record's payload is stored.
+    """
+    if len(value) <= length:
+        return value
+    digest = hashlib.sha256(value.encode()).hexdigest()[:32]
+    return f"{value[: length - len(digest) - 1]}~{digest}"
+
+
 def _quarantine_row(point_id: str | None, payload: Any, reasons: list[str]) -> dict[str, Any]:
     document = json.dumps(payload, sort_keys=True, default=str)
     # The same rejected input quarantined twice is one row: the id is a digest of it.
     digest = hashlib.sha256(f"{document}|{reasons}".encode()).hexdigest()[:32]
     return {
         "id": digest,
-        "point_id": point_id,
+        # the point's own id may be any length (it failed validation); the payload has all of it
+        "point_id": None
+        if point_id is None
+        else fit_column(point_id, schema.QUARANTINE_POINT_ID_MAX),
         "received_at": utcnow(),
         "payload": RawJson(document),
         "reasons": reasons,
