@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel, Field
-from sqlalchemy import Connection, Engine, Table, select
+from sqlalchemy import Connection, Engine, Table, bindparam, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from agent_agency.config import PoolSettings
@@ -529,9 +529,24 @@ class Store:
         budget = self.settings.epsilon_budget_per_tenant
         ledger = schema.privacy_budget
         tenants = {p.tenant_id for p in points}
-        spent: dict[str, float] = dict.fromkeys(tenants, 0.0)
-        query = select(ledger.c.tenant, ledger.c.epsilon_spent).where(ledger.c.tenant.in_(tenants))
-        spent.update({tenant: eps for tenant, eps in connection.execute(query)})
+        if not tenants:
+            return []
+        # Read the ledger inside the write transaction, its rows locked: first make sure each
+        # tenant has a row (this write also takes SQLite's single write lock), then read them
+        # FOR UPDATE (PostgreSQL), so a concurrent ingest for the same tenant waits for this one.
+        now = utcnow()
+        connection.execute(
+            dialect_insert(connection, ledger).on_conflict_do_nothing(index_elements=["tenant"]),
+            [{"tenant": t, "epsilon_spent": 0.0, "updated_at": now} for t in sorted(tenants)],
+        )
+        query = (
+            select(ledger.c.tenant, ledger.c.epsilon_spent)
+            .where(ledger.c.tenant.in_(tenants))
+            .order_by(ledger.c.tenant)
+            .with_for_update()
+        )
+        spent: dict[str, float] = {tenant: eps for tenant, eps in connection.execute(query)}
+        before = dict(spent)
         noisy = []
         for point in points:
             labels = point.rl_labels
@@ -549,20 +564,21 @@ class Store:
                 }
             )
             noisy.append(point.model_copy(update={"rl_labels": noisy_labels}))
-        if spent:
-            statement = dialect_insert(connection, ledger)
+        # Add this batch's spend to what is stored rather than overwrite it.
+        increments = [
+            {"tenant_key": t, "increment": spent[t] - before[t], "now": utcnow()}
+            for t in sorted(spent)
+            if spent[t] != before[t]
+        ]
+        if increments:
             connection.execute(
-                statement.on_conflict_do_update(
-                    index_elements=["tenant"],
-                    set_={
-                        "epsilon_spent": statement.excluded.epsilon_spent,
-                        "updated_at": statement.excluded.updated_at,
-                    },
+                update(ledger)
+                .where(ledger.c.tenant == bindparam("tenant_key"))
+                .values(
+                    epsilon_spent=ledger.c.epsilon_spent + bindparam("increment"),
+                    updated_at=bindparam("now"),
                 ),
-                [
-                    {"tenant": tenant, "epsilon_spent": eps, "updated_at": utcnow()}
-                    for tenant, eps in spent.items()
-                ],
+                increments,
             )
         return noisy
 
