@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from routing_helpers import agents, settings, task
 from typer.testing import CliRunner
 
@@ -136,3 +137,57 @@ def test_outcome_is_the_executions_verdict_with_its_final_evaluations_quality(
         "crashed": (False, 0.0),
     }
     assert unfinished == 1
+
+
+def _config(tmp_path: Path) -> Path:
+    config = tmp_path / "agency.yaml"
+    config.write_text(
+        "agents:\n  - {name: a, capabilities: [code]}\n  - {name: b, capabilities: [code]}\n"
+        "routing: {quality_weight: 0.0, seed: 1}\n"
+    )
+    return config
+
+
+def test_evaluate_names_simulated_agents(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'pool.db'}"
+    _fill_pool(url)
+    args = ["evaluate", "--policy", "ucb1", "--db", url, "--config", str(_config(tmp_path))]
+    plain = CliRunner().invoke(routing_app, args, terminal_width=200)
+    assert plain.exit_code == 0, plain.output
+    assert "SIMULATION" not in plain.output and "(simulated)" not in plain.output
+    router = Router(settings(quality_weight=0.0), agents("a", "b"))
+    decision = router.decide(task(task_id="sim"), exclude={"a@1"})
+    execution, evaluation = _graded(decision.id, "b@1", "sim", True)
+    with Store.open(url) as store:
+        store.write_records(
+            decisions=[decision],
+            executions=[execution.model_copy(update={"simulated": True})],
+            evaluations=[evaluation],
+        )
+    result = CliRunner().invoke(routing_app, args, terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "SIMULATION" in result.output
+    assert "b@1 (simulated)" in result.output
+    assert "a@1 (simulated)" not in result.output
+
+
+def test_evaluate_on_an_empty_database_reports_clearly_and_closes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    closed: list[Store] = []
+    original = Store.close
+
+    def close(self: Store) -> None:
+        closed.append(self)
+        original(self)
+
+    monkeypatch.setattr(Store, "close", close)
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    result = CliRunner().invoke(
+        routing_app,
+        ["evaluate", "--policy", "ucb1", "--db", url, "--config", str(_config(tmp_path))],
+    )
+    assert result.exit_code == 1, result.output
+    assert "No logged decisions with outcomes" in result.output
+    assert isinstance(result.exception, SystemExit)  # no traceback
+    assert len(closed) == 1

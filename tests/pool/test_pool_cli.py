@@ -37,3 +37,29 @@ def test_cli_ingest_stats_quarantine_compact(db_url: str, tmp_path: Path) -> Non
     result = runner.invoke(pool_app, ["compact", "--db", db_url])
     assert result.exit_code == 0, result.output
     assert "moved_to_warm" in result.output
+
+
+def test_stats_by_agent_names_simulated_agents(db_url: str, tmp_path: Path) -> None:
+    real = make_point("real", agent="model@1")
+    scripted = make_point("scripted", agent="scripted@1")
+    scripted.execution.simulated = True
+    source = tmp_path / "points.jsonl"
+    source.write_text(f"{real.model_dump_json()}\n{scripted.model_dump_json()}\n")
+    assert runner.invoke(pool_app, ["ingest", str(source), "--db", db_url]).exit_code == 0
+    result = CliRunner().invoke(
+        pool_app, ["stats", "--db", db_url, "--by", "agent"], terminal_width=200
+    )
+    assert result.exit_code == 0, result.output
+    assert "SIMULATION" in result.output
+    assert "scripted@1 (simulated)" in result.output
+    assert "model@1 (simulated)" not in result.output
+    assert "model@1" in result.output
+
+
+def test_stats_without_simulated_agents_has_no_banner(db_url: str, tmp_path: Path) -> None:
+    source = tmp_path / "points.jsonl"
+    source.write_text(make_point("real", agent="model@1").model_dump_json() + "\n")
+    assert runner.invoke(pool_app, ["ingest", str(source), "--db", db_url]).exit_code == 0
+    result = runner.invoke(pool_app, ["stats", "--db", db_url, "--by", "agent"])
+    assert result.exit_code == 0, result.output
+    assert "SIMULATION" not in result.output and "(simulated)" not in result.output

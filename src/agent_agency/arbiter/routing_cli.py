@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Annotated
 
 import typer
@@ -14,9 +14,10 @@ from sqlalchemy.engine import Engine
 
 from agent_agency.arbiter.ope import Estimate, LoggedOutcome, evaluate_policy, replay_policy
 from agent_agency.cli_options import ConfigOption, DbOption, load_settings
-from agent_agency.pool.engine import make_engine
 from agent_agency.pool.outcomes import final_evaluations, final_quality
+from agent_agency.pool.queries import simulated_agents, simulated_label, simulation_banner
 from agent_agency.pool.schema import executions, routing_decisions
+from agent_agency.pool.store import Store
 from agent_agency.records import RoutingDecision, RoutingStrategy
 
 routing_app = typer.Typer(help="Routing: evaluate strategies off-policy on logged decisions.")
@@ -93,11 +94,16 @@ def evaluate(
     """Estimate how POLICY would have done on the logged decisions (IPS, SNIPS, DR, 95% CI)."""
     settings = load_settings(config, db)
     url = settings.storage.url
-    logs, unfinished = read_logged_outcomes(make_engine(url))
     console = Console()
+    with Store.open(url, settings.pool) as store:  # migrates: an empty database has no decisions
+        logs, unfinished = read_logged_outcomes(store.engine)
+        simulated = simulated_agents(store.engine)
     if not logs:
         console.print(f"[red]No logged decisions with outcomes in {url}[/red]")
         raise typer.Exit(code=1)
+    banner = simulation_banner(simulated)
+    if banner is not None:
+        console.print(f"[yellow]{banner}[/yellow]", soft_wrap=True)
     target = replay_policy(policy, settings.routing, settings.agents)
     result = evaluate_policy(
         logs, target, quality_weight=settings.routing.quality_weight, name=policy.value
@@ -119,4 +125,10 @@ def evaluate(
     notes = [f"effective sample size {result.effective_sample_size:.1f}"]
     if unfinished:
         notes.append(f"{unfinished} decisions without an outcome left out")
+    agents = Counter(log.decision.selected_agent for log in logs)
+    console.print(
+        "logged decisions per agent: "
+        + ", ".join(f"{simulated_label(a, simulated)} {n}" for a, n in sorted(agents.items())),
+        soft_wrap=True,
+    )
     console.print("; ".join(notes))

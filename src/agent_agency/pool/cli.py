@@ -15,7 +15,14 @@ from sqlalchemy import select
 
 from agent_agency.cli_options import ConfigOption, DbOption, load_settings
 from agent_agency.pool import schema
-from agent_agency.pool.queries import AggregateBy, collection_metrics, get_system_statistics
+from agent_agency.pool.queries import (
+    AggregateBy,
+    collection_metrics,
+    get_system_statistics,
+    simulated_agents,
+    simulated_label,
+    simulation_banner,
+)
 from agent_agency.pool.store import Store
 from agent_agency.pool.tiers import compact as compact_tiers
 
@@ -44,6 +51,10 @@ def stats(
     with _open(config, db) as store:
         metrics = collection_metrics(store, window)
         groups = get_system_statistics(store, cast(AggregateBy, by), window)
+        simulated = simulated_agents(store.engine)
+    banner = simulation_banner(simulated)
+    if banner is not None:
+        console.print(f"[yellow]{banner}[/yellow]", soft_wrap=True)
     summary = Table(title="Collection metrics")
     summary.add_column("metric")
     summary.add_column("value", justify="right")
@@ -64,10 +75,11 @@ def stats(
     console.print(summary)
     table = Table(title=f"Statistics by {by}")
     for column in ("group", "n", "success", "quality", "reward", "latency ms", "tokens"):
-        table.add_column(column, justify="left" if column == "group" else "right")
+        group_column = column == "group"
+        table.add_column(column, justify="left" if group_column else "right", no_wrap=group_column)
     for group in groups:
         table.add_row(
-            group.key,
+            simulated_label(group.key, simulated) if by == "agent" else group.key,
             str(group.n),
             f"{group.success_rate:.1%}",
             f"{group.mean_quality:.3f}",

@@ -6,12 +6,12 @@ Statistics cover every tier: data points still held in full plus the cold tier's
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
-from sqlalchemy import Select, bindparam, case, func, select, true
+from sqlalchemy import Engine, Select, bindparam, case, func, select, true
 from sqlalchemy.sql.elements import ColumnElement
 
 from agent_agency.pool import schema
@@ -284,4 +284,34 @@ def collection_metrics(store: Store, time_range: timedelta | None = None) -> Col
         complexity_distribution={
             level: complexity.get(level, 0) for level in ("trivial", "standard", "complex")
         },
+    )
+
+
+def simulated_agents(engine: Engine) -> set[str]:
+    """Agents any of whose stored executions or data points a scripted (simulated) backend
+    answered: outputs name them as simulated."""
+    executions, points = schema.executions, schema.data_points
+    from_executions = select(executions.c.agent).where(executions.c.simulated).distinct()
+    from_points = (
+        select(points.c.agent)
+        .where(points.c.payload["execution"]["simulated"].as_boolean())
+        .distinct()
+    )
+    with engine.connect() as connection:
+        return {*connection.scalars(from_executions), *connection.scalars(from_points)}
+
+
+def simulated_label(agent: str, simulated: Collection[str]) -> str:
+    """`agent`, marked '(simulated)' when it is one of `simulated`."""
+    return f"{agent} (simulated)" if agent in simulated else agent
+
+
+def simulation_banner(simulated: Collection[str]) -> str | None:
+    """The one-line warning an output prints when simulated agents contributed to it."""
+    if not simulated:
+        return None
+    return (
+        "SIMULATION: scripted agents answered, not a model: "
+        + ", ".join(sorted(simulated))
+        + " (marked '(simulated)')."
     )
