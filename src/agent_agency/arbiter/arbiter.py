@@ -153,7 +153,9 @@ class Arbiter:
                 execution.failure_reason = str(error)
                 execution.finished_at = utcnow()
                 self.router.report_call(agent, ok=False)
-                self.router.update(agent, task, success=False, quality=0.0)
+                graded = outcome.evaluation  # an earlier iteration may have been graded
+                quality = graded.overall_score if graded is not None else 0.0
+                self.router.update(agent, task, success=False, quality=quality)
                 tried.append(agent)
                 if self.config.routing.fallback:
                     continue
