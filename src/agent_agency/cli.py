@@ -188,8 +188,10 @@ def stats(
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Print success rate, quality, latency and tokens per agent × task type from the database,
-    and how often each model judge agreed with the verifiable grader."""
+    """Print success, quality, latency and tokens per agent × task type, and judge agreement.
+
+    Read from the database; model judges are compared with the verifiable graders where both ran.
+    """
     from agent_agency.caws.judges import judge_agreement
     from agent_agency.pool.queries import get_evaluations
     from agent_agency.pool.store import Store
