@@ -12,10 +12,16 @@ import httpx
 import pytest
 
 
-def free_port() -> int:
+def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A loopback port nothing listens on (connections to it are refused)."""
+    return _free_port()
 
 
 @pytest.fixture(scope="session")
@@ -23,7 +29,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     pytest.importorskip("llama_cpp.server")
     from agent_agency.agents.local import embedded_model_path
 
-    port = free_port()
+    port = _free_port()
     # n_ubatch 1: batched prompt decoding segfaults in this llama.cpp build on AMX CPUs (the
     # embedded backend avoids it differently, see local.py).
     command = [

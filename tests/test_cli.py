@@ -189,12 +189,10 @@ def test_configured_judge_grades_only_its_task_types(workdir: Path) -> None:
     assert "Model judges" in runner.invoke(app, ["stats"]).output
 
 
-def test_unreachable_server_is_reported_not_hidden(workdir: Path) -> None:
-    from conftest import free_port
-
+def test_unreachable_server_is_reported_not_hidden(workdir: Path, closed_port: int) -> None:
     (workdir / "agency.yaml").write_text(
         "agents:\n  - name: remote\n    backend: openai_compat\n"
-        f"    base_url: http://127.0.0.1:{free_port()}/v1\n"
+        f"    base_url: http://127.0.0.1:{closed_port}/v1\n"
         "    capabilities: [classification]\n"
     )
     result = runner.invoke(app, ["run", "--tasks", "2", "--builtin", "classification"])

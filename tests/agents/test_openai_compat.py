@@ -11,7 +11,6 @@ import pytest
 from agent_agency.agents.base import BackendError
 from agent_agency.agents.openai_compat import OpenAICompatBackend, to_openai_message
 from agent_agency.records import AgentSpec, Message, ToolCall
-from conftest import free_port
 
 HELLO = [Message(role="user", content="Say hello.")]
 
@@ -62,8 +61,8 @@ def bad_server() -> Iterator[str]:
     server.shutdown()
 
 
-def test_connection_refused_is_a_backend_error() -> None:
-    backend = OpenAICompatBackend(_spec(f"http://127.0.0.1:{free_port()}/v1"))
+def test_connection_refused_is_a_backend_error(closed_port: int) -> None:
+    backend = OpenAICompatBackend(_spec(f"http://127.0.0.1:{closed_port}/v1"))
     with pytest.raises(BackendError, match="cannot connect"):
         asyncio.run(backend.complete(HELLO))
 
