@@ -7,6 +7,7 @@ Run: python benchmarks/bench_backends.py  (needs the `local` extra). Writes the
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import time
 
@@ -74,7 +75,8 @@ def main() -> None:
 SmolLM2-135M-Instruct Q4_1 (`{path.name}`, {path.stat().st_size / 1e6:.0f} MB) through
 llama-cpp-python, n_ctx 2048, {default_threads()} thread(s), greedy decoding; median of {RUNS}
 runs each. Loaded without llama.cpp's CPU extra buffer types (AMX/repacked weights), which
-segfault on batched prompts in this build. The cores were shared with other busy processes.
+segfault on batched prompts in this build. 1-minute load average when it finished:
+{os.getloadavg()[0]:.1f} (2 cores; above ~1 other processes were competing).
 
 | metric | value |
 | --- | --- |
