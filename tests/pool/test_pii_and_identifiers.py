@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+from agent_agency.pool import pii
 from agent_agency.pool.code_identifiers import IdentifierRenamer
-from agent_agency.pool.pii import find_pii, generalize_path, redact
+from agent_agency.pool.pii import clear_scan_cache, find_pii, generalize_path, redact
 
 
 @pytest.mark.parametrize(
@@ -22,6 +23,47 @@ from agent_agency.pool.pii import find_pii, generalize_path, redact
 )
 def test_each_entity_type_is_found(text: str, entity: str) -> None:
     assert entity in {f.entity for f in find_pii(text)}
+
+
+@pytest.mark.parametrize(
+    "text", ["host 10.0.12.7.", "hosts 10.0.12.7, 10.0.12.8; done", "(10.0.12.7)"]
+)
+def test_ip_addresses_before_punctuation_are_ours(text: str) -> None:
+    assert {f.entity for f in pii._own_findings(text)} == {"IP_ADDRESS"}
+
+
+def test_version_strings_are_not_ip_addresses() -> None:
+    assert pii._own_findings("pip 23.2.1.4.5 released") == []
+
+
+class _CountingAnalyzer:
+    def __init__(self) -> None:
+        self.asked: list[list[str]] = []
+
+    def analyze(self, text: str, entities: list[str], **_options: object) -> list[object]:
+        self.asked.append(entities)
+        return []
+
+
+@pytest.mark.parametrize(
+    ("text", "asked"),
+    [
+        # every trigger sits inside what our recognizers found: Presidio is not asked
+        ("call +1 (415) 555-2671 or write to ana@corp.example.org", []),
+        ("config in /home/ana/app/tax_110.py on host 10.0.110.110.", []),
+        # a phone-like run outside our findings still goes to Presidio, for that entity only
+        ("mail ana@corp.example.org or call 07400123456", [["PHONE_NUMBER"]]),
+    ],
+)
+def test_presidio_is_asked_only_about_triggers_outside_our_findings(
+    monkeypatch: pytest.MonkeyPatch, text: str, asked: list[list[str]]
+) -> None:
+    analyzer = _CountingAnalyzer()
+    monkeypatch.setattr(pii, "presidio_analyzer", lambda _regions=(): analyzer)
+    clear_scan_cache()
+    find_pii(text)
+    clear_scan_cache()
+    assert analyzer.asked == asked
 
 
 def test_plain_task_text_is_left_alone() -> None:

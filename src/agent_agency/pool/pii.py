@@ -1,9 +1,9 @@
 """PII in free text: Presidio (regex-only mode) plus our recognizers for what it misses.
 
 Presidio is thorough but costs milliseconds per text, so it only runs where a cheap pre-filter sees
-something it could match (an '@', a long digit run, an IBAN shape). Our recognizers (names, street
-addresses, file paths, URLs, user ids, and the structured types again) are plain regexes that
-always run. File paths are generalized (/a/b/user-file.ts → /[PATH]/[FILE].ts), the rest replaced
+something it could match (an '@', a long digit run, an IBAN shape) outside what our recognizers
+already found. Our recognizers (names, street addresses, file paths, URLs, user ids, and the
+structured types again) are plain regexes that always run. File paths are generalized (/a/b/user-file.ts → /[PATH]/[FILE].ts), the rest replaced
 by a typed placeholder.
 """
 
@@ -78,7 +78,8 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         "IP_ADDRESS",
         re.compile(
-            r"(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\d.])"
+            r"(?<!\d)(?<!\d\.)(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)"
+            r"(?!\d|\.\d)"
             r"|\b(?:[0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}\b"
         ),
     ),
@@ -202,12 +203,31 @@ def _build_analyzer(phone_regions: tuple[str, ...]) -> Any:
     return AnalyzerEngine(nlp_engine=engine, registry=registry, supported_languages=["en"])
 
 
+def _outside(text: str, findings: tuple[Finding, ...]) -> str:
+    """`text` with each finding's characters replaced by '#' (same length, so offsets hold)."""
+    parts = []
+    cursor = 0
+    for finding in sorted(findings, key=lambda f: f.start):
+        start = max(cursor, finding.start)
+        parts.append(text[cursor:start])
+        parts.append("#" * max(0, finding.end - start))
+        cursor = max(cursor, finding.end)
+    parts.append(text[cursor:])
+    return "".join(parts)
+
+
 def _presidio_findings(
-    text: str, phone_regions: tuple[str, ...] = DEFAULT_PHONE_REGIONS
+    text: str,
+    phone_regions: tuple[str, ...] = DEFAULT_PHONE_REGIONS,
+    own: tuple[Finding, ...] = (),
 ) -> tuple[Finding, ...]:
-    if not _ANY_TRIGGER.search(text):
+    """Presidio's findings for the entities whose trigger matches `text` outside `own` (what our
+    recognizers already found): an entity only triggered inside them is not asked for, since
+    whatever Presidio would find from that trigger overlaps a finding that is redacted anyway."""
+    residual = _outside(text, own) if own else text
+    if not _ANY_TRIGGER.search(residual):
         return ()
-    entities = [name for name, trigger in PRESIDIO_TRIGGERS.items() if trigger.search(text)]
+    entities = [name for name, trigger in PRESIDIO_TRIGGERS.items() if trigger.search(residual)]
     if not entities:
         return ()
     results = presidio_analyzer(phone_regions).analyze(
@@ -299,7 +319,7 @@ def _own_cached(text: str) -> tuple[Finding, ...]:
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
 def _presidio_cached(text: str, phone_regions: tuple[str, ...]) -> tuple[Finding, ...]:
-    return _presidio_findings(text, phone_regions)
+    return _presidio_findings(text, phone_regions, _own_scan(text))
 
 
 def _own_scan(text: str) -> tuple[Finding, ...]:
@@ -310,7 +330,7 @@ def _own_scan(text: str) -> tuple[Finding, ...]:
 
 def _presidio_scan(text: str, phone_regions: tuple[str, ...]) -> tuple[Finding, ...]:
     if len(text) > CACHE_MAX_CHARS:
-        return _presidio_findings(text, phone_regions)
+        return _presidio_findings(text, phone_regions, _own_scan(text))
     return _presidio_cached(text, phone_regions)
 
 
