@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from agent_agency.config import AnonymizationPolicy
 from agent_agency.pool.code_identifiers import IdentifierRenamer
 from agent_agency.pool.pii import CACHE_MAX_CHARS, CACHE_SIZE, DEFAULT_PHONE_REGIONS, redact
+from agent_agency.pool.validation import free_texts
 from agent_agency.records import DataPoint, Message
 
 TENANT_HASH_PREFIX = "t_"
@@ -143,7 +144,30 @@ class Anonymizer:
                 cleaned = memo[text] = "" if cleaned == text else cleaned
             return cleaned or text
 
-        return [self._view(point, clean, dict(policy)) for point in points]
+        def view(point: DataPoint) -> DataPoint:
+            if self._texts_are_all_it_changes(point) and all(
+                clean(text) is text for text in free_texts(point)
+            ):
+                return self._stamped(point, dict(policy))  # the common case: no PII anywhere
+            return self._view(point, clean, dict(policy))
+
+        return [view(point) for point in points]
+
+    def _texts_are_all_it_changes(self, point: DataPoint) -> bool:
+        """True when only free text could change in `point` (no tool call arguments to clean, no
+        user name to drop)."""
+        drop_names = self.policy.remove_user_ids
+        return not any(
+            message.tool_calls or (drop_names and message.role == "user" and message.name)
+            for message in point.task.conversation
+        )
+
+    def _stamped(self, point: DataPoint, policy: dict[str, Any], **changes: Any) -> DataPoint:
+        """`point` with `changes`, the policy recorded and the tenant hashed if the policy says."""
+        update: dict[str, Any] = {**changes, "anonymization_policy": policy}
+        if self.policy.hash_tenant:
+            update["tenant_id"] = self._tenant_hash(point.tenant_id)
+        return point.model_copy(update=update)
 
     def _view(
         self, point: DataPoint, clean: Callable[[str], str], policy: dict[str, Any]
@@ -158,17 +182,13 @@ class Anonymizer:
             failure_reason = clean(failure_reason)
         evaluation = point.evaluation
         gates = [_changed(gate, reason=clean(gate.reason)) for gate in evaluation.gates]
-        update: dict[str, Any] = {
-            "task": _changed(task, prompt=prompt, conversation=conversation),
-            "execution": _changed(
-                execution, final_output=final_output, failure_reason=failure_reason
-            ),
-            "evaluation": _changed(evaluation, gates=gates),
-            "anonymization_policy": policy,
-        }
-        if self.policy.hash_tenant:
-            update["tenant_id"] = self._tenant_hash(point.tenant_id)
-        return point.model_copy(update=update)
+        return self._stamped(
+            point,
+            policy,
+            task=_changed(task, prompt=prompt, conversation=conversation),
+            execution=_changed(execution, final_output=final_output, failure_reason=failure_reason),
+            evaluation=_changed(evaluation, gates=gates),
+        )
 
     def _clean_message(self, message: Message, clean: Callable[[str], str]) -> Message:
         content = clean(message.content)

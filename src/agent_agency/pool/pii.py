@@ -3,8 +3,8 @@
 Presidio is thorough but costs milliseconds per text, so it only runs where a cheap pre-filter sees
 something it could match (an '@', a long digit run, an IBAN shape) outside what our recognizers
 already found. Our recognizers (names, street addresses, file paths, URLs, user ids, and the
-structured types again) are plain regexes that always run. File paths are generalized (/a/b/user-file.ts → /[PATH]/[FILE].ts), the rest replaced
-by a typed placeholder.
+structured types again) are plain regexes that always run. File paths are generalized
+(/a/b/user-file.ts → /[PATH]/[FILE].ts), the rest replaced by a typed placeholder.
 """
 
 from __future__ import annotations
@@ -248,30 +248,32 @@ def _presidio_findings(
 #   STREET        \b\d{1,5}\s+[A-Z][a-z]+…               ⇒ \d\s+[A-Z][a-z]
 #   PERSON        honorific\.?\s+[A-Z][a-z]… | "my name is " + capital | first name + capitalized
 #                 word (checked with the recognizer's own regex and name set)
-#   USER_ID       \b(?:user[_ -]?id|userid|uid)\b\s*[:=]  (any case) ⇒ ":" or "=", then the same
-#                 without \b
-#   FILE_PATH     (?:/[\w.@-]+){2,} | [A-Za-z]:\\…   ⇒ "/" then /[\w.@-]+/, or ":" then [A-Za-z]:\\
+#   USER_ID       \b(?:user[_ -]?id|userid|uid)\b\s*[:=]  (any case) ⇒ ":" or "=" right after "id"
+#                 (any case) or after whitespace
+#   FILE_PATH     (?:/[\w.@-]+){2,} | [A-Za-z]:\\…   ⇒ "/" then /[\w.@-]+/, or a letter, ":", "\"
 #   Presidio      every trigger in PRESIDIO_TRIGGERS: those needing a digit in `_DIGIT_LED`,
-#                 "@" above, IPv6 under ":"; a property test checks every trigger is covered.
+#                 "@" above, IPv6 (h:h:) under ":"; a property test checks every trigger is covered.
 # Cheap `in` tests come first; each regex runs only when its own cheap test passes.
 _DIGIT = re.compile(r"\d")
-# The digit rules, as two regexes a scan skips through quickly (the first one's branches all start
-# with \d, so the engine only tries them at digits). Together they match whenever one of these
-# does: the IPv4 rule \d\.\d+\.\d+\.\d, the phone rule \d{3}[ .-]?\d{3}, the street rule
-# \d\s+[A-Z][a-z], and Presidio's digit triggers: phone and card (verbatim after the leading \d);
-# US_SSN, whose matches (9 digits, at most two '-'/' ') also match the phone trigger; IBAN_CODE and
-# CRYPTO with their \b dropped (a superset). A property test checks this against the triggers.
+# The digit rules, as one regex whose branches all start at a digit, so a scan skips through the
+# text quickly. It matches whenever one of these does: the IPv4 rule \d\.\d+\.\d+\.\d, the
+# phone rule \d{3}[ .-]?\d{3}, the street rule \d\s+[A-Z][a-z], and Presidio's digit triggers:
+# phone and card (verbatim after the leading \d); US_SSN, whose matches (9 digits, at most two
+# '-'/' ') also match the phone trigger; IBAN_CODE and CRYPTO with their \b dropped (a superset),
+# anchored at their first digit. A property test checks this against the triggers.
 _DIGIT_LED = re.compile(
     r"\d(?:\.\d+\.\d+\.\d|\d{2}[ .-]?\d{3}|\s+[A-Z][a-z]|[\d ().-]{6,}\d|[\d -]{11,}\d)"
-)
-_LETTER_LED = re.compile(
-    r"[A-Z]{2}\d{2}[A-Z0-9 ]{10,}|[13][a-km-zA-HJ-NP-Z1-9]{25,34}|bc1[a-z0-9]{25,}"
+    r"|\d(?<=[A-Z]{2}\d)\d[A-Z0-9 ]{10,}"
+    r"|[13][a-km-zA-HJ-NP-Z1-9]{25,34}"
+    r"|1(?<=bc1)[a-z0-9]{25,}"
 )
 _PATH_RULE = re.compile(r"/[\w.@-]+/")
+# Anchored at the ':' (a drive letter before ':\', IPv6 hex groups around it, a user-id key before
+# it) and at the '=' (a user-id key before it), so a scan only stops at those characters.
 _COLON_RULES = re.compile(
-    rf"[A-Za-z]:\\|{PRESIDIO_TRIGGERS['IP_ADDRESS'].pattern}|(?i:user[_ -]?id|userid|uid)\s*:"
+    r":(?:(?<=[A-Za-z]:)\\|(?<=[0-9a-fA-F]:)[0-9a-fA-F]{1,4}:|(?<=[iI][dD]:)|(?<=\s:))"
 )
-_USER_ID_EQ = re.compile(r"(?i:user[_ -]?id|userid|uid)\s*=")
+_USER_ID_EQ = re.compile(r"=(?:(?<=[iI][dD]=)|(?<=\s=))")
 _PERSON_RULES = re.compile(r"(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?\s+[A-Z][a-z]|[Mm]y name is ")
 
 
@@ -288,7 +290,7 @@ def may_hold_pii(text: str) -> bool:
         return True
     if "=" in text and _USER_ID_EQ.search(text):
         return True
-    if _DIGIT.search(text) and (_DIGIT_LED.search(text) or _LETTER_LED.search(text)):
+    if _DIGIT.search(text) and _DIGIT_LED.search(text):
         return True
     if _PERSON_RULES.search(text):
         return True
@@ -341,6 +343,8 @@ def _entities_cached(text: str) -> tuple[str, ...]:
 
 def pii_entities(text: str) -> tuple[str, ...]:
     """The entity types our own recognizers find in `text`, sorted (the privacy gate's check)."""
+    if not _flagged(text):
+        return ()
     if len(text) > CACHE_MAX_CHARS:
         return tuple(sorted({finding.entity for finding in find_pii(text, use_presidio=False)}))
     return _entities_cached(text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -259,6 +259,16 @@ def insert_points(connection: Connection, rows: list[dict[str, Any]]) -> int:
     return int(result.rowcount)
 
 
+@dataclass
+class _PreparedBatch:
+    """A batch after the gates and anonymization, before its transaction."""
+
+    report: IngestReport = field(default_factory=IngestReport)
+    clean: list[DataPoint] = field(default_factory=list)  # passed every gate, in input order
+    rejected: list[dict[str, Any]] = field(default_factory=list)  # quarantine rows
+    rows: dict[str, dict[str, Any]] | None = None  # by point id; None: built after reward noise
+
+
 @dataclass(frozen=True)
 class _ExecutionFacts:
     agent: str
@@ -446,7 +456,12 @@ class Store:
         A point failing a gate goes to quarantine (scrubbed of PII) with every reason. The report
         is returned only after the commit: what it counts as accepted is stored.
         """
-        report = IngestReport()
+        return self._commit(self._prepare(points))
+
+    def _prepare(self, points: Sequence[RawPoint]) -> _PreparedBatch:
+        """The database-free part of ingest: gates, anonymization, quarantine rows, and the data
+        point rows when no reward noise is to be added (noise needs the tenant's ledger)."""
+        prepared = _PreparedBatch()
         anonymizer = self.anonymizer
         # (index, raw input, reasons) of every rejected point, quarantined in input order
         failures: list[tuple[int, RawPoint, list[str]]] = []
@@ -467,7 +482,6 @@ class Store:
             )
         )
         memo: dict[str, tuple[str, ...]] = {}
-        clean: list[DataPoint] = []
         for index, raw, point in passed:
             if point.anonymization_policy is None:
                 point = next(views)
@@ -475,21 +489,39 @@ class Store:
             if reasons:
                 failures.append((index, raw, reasons))
             else:
-                clean.append(point)
-        rejected: list[dict[str, Any]] = []
+                prepared.clean.append(point)
         for index, raw, reasons in sorted(failures, key=lambda failure: failure[0]):
             raw_payload = _as_payload(raw)
             point_id = _raw_id(raw_payload, index)
-            rejected.append(
+            prepared.rejected.append(
                 _quarantine_row(point_id, anonymizer.scrub_payload(raw_payload), reasons)
             )
-            report.reasons[point_id] = reasons
+            prepared.report.reasons[point_id] = reasons
+        if not self.settings.anonymization.reward_noise:
+            prepared.rows = self._rows(prepared.clean)
+        return prepared
+
+    def _rows(self, points: list[DataPoint]) -> dict[str, dict[str, Any]]:
+        """Data point rows by point id (the first of a repeated id), in input order."""
+        now = utcnow()
+        rows: dict[str, dict[str, Any]] = {}
+        for point in points:
+            if point.id not in rows:
+                tier = tier_for(point.timestamp, now, self.settings)
+                rows[point.id] = data_point_row(point, tier)
+        return rows
+
+    def _commit(self, prepared: _PreparedBatch) -> IngestReport:
+        """Store a prepared batch in one transaction; its report, counted after the commit."""
+        report = prepared.report
+        rejected = list(prepared.rejected)
         with self._engine.begin() as connection:
-            fresh = self._drop_stored(connection, clean, report)
-            if self.settings.anonymization.reward_noise:
+            fresh = self._drop_stored(connection, prepared.clean, report)
+            if prepared.rows is None:
                 fresh = self._add_reward_noise(connection, fresh, rejected, report)
-            now = utcnow()
-            rows = [data_point_row(p, tier_for(p.timestamp, now, self.settings)) for p in fresh]
+                rows = list(self._rows(fresh).values())
+            else:
+                rows = [prepared.rows[point.id] for point in fresh]
             report.accepted = insert_points(connection, rows)
             report.duplicates += len(rows) - report.accepted
             if rejected:

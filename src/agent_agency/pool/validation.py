@@ -51,21 +51,37 @@ def parse_point(raw: RawPoint) -> tuple[DataPoint | None, list[str]]:
         return None, reasons
 
 
-def _unit_interval(point: DataPoint) -> list[tuple[str, float]]:
-    evaluation = point.evaluation
-    values = [
-        ("evaluation.quality_score", evaluation.quality_score),
-        ("rl_labels.reward", point.rl_labels.reward),
-        ("routing.confidence", point.routing.confidence),
-        ("routing.propensity", point.routing.propensity),
-        ("execution.tool_call_success_rate", point.execution.tool_call_success_rate),
-    ]
-    for index, gate in enumerate(evaluation.gates):
-        values.append((f"evaluation.gates.{index}.score", gate.score))
+_UNIT_FIELDS = (
+    "evaluation.quality_score",
+    "rl_labels.reward",
+    "routing.confidence",
+    "routing.propensity",
+    "execution.tool_call_success_rate",
+)
+
+
+def _unit_values(point: DataPoint) -> list[Any]:
+    """Every value that must lie in [0, 1], in `_unit_names` order."""
+    evaluation, routing = point.evaluation, point.routing
     rubric = evaluation.rubric
-    for name in type(rubric).model_fields:
-        values.append((f"evaluation.rubric.{name}", getattr(rubric, name)))
-    return values
+    return [
+        evaluation.quality_score,
+        point.rl_labels.reward,
+        routing.confidence,
+        routing.propensity,
+        point.execution.tool_call_success_rate,
+        *[gate.score for gate in evaluation.gates],
+        *[getattr(rubric, name) for name in type(rubric).model_fields],
+    ]
+
+
+def _unit_names(point: DataPoint) -> list[str]:
+    evaluation = point.evaluation
+    return [
+        *_UNIT_FIELDS,
+        *[f"evaluation.gates.{index}.score" for index in range(len(evaluation.gates))],
+        *[f"evaluation.rubric.{name}" for name in type(evaluation.rubric).model_fields],
+    ]
 
 
 def _non_negative(point: DataPoint) -> list[tuple[str, float]]:
@@ -80,13 +96,36 @@ def _non_negative(point: DataPoint) -> list[tuple[str, float]]:
     ]
 
 
+def _in_unit_interval(value: Any) -> bool:
+    try:
+        return bool(0.0 <= value <= 1.0)  # NaN fails every comparison
+    except TypeError:
+        return False
+
+
+def _non_negative_number(value: Any) -> bool:
+    try:
+        return bool(0 <= value < math.inf)
+    except TypeError:
+        return False
+
+
 def bounds_reasons(point: DataPoint) -> list[str]:
+    units = _unit_values(point)
+    counts = _non_negative(point)
+    try:  # the common case, decided without naming the fields (the predicates below, inlined)
+        if all(0.0 <= value <= 1.0 for value in units) and all(
+            0 <= value < math.inf for _, value in counts
+        ):
+            return []
+    except TypeError:  # a value that is not a number: named below
+        pass
     reasons = []
-    for field, value in _unit_interval(point):
-        if not (isinstance(value, int | float) and 0.0 <= value <= 1.0):
+    for field, value in zip(_unit_names(point), units, strict=True):
+        if not _in_unit_interval(value):
             reasons.append(f"bounds: {field}: {value!r} is outside [0, 1]")
-    for field, value in _non_negative(point):
-        if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
+    for field, value in counts:
+        if not _non_negative_number(value):
             reasons.append(f"bounds: {field}: {value!r} must be a non-negative number")
     return reasons
 
@@ -132,6 +171,17 @@ def free_text_fields(point: DataPoint) -> Iterator[tuple[str, str]]:
         yield f"evaluation.gates.{index}.reason", gate.reason
 
 
+def free_texts(point: DataPoint) -> list[str]:
+    """The values of `free_text_fields(point)`, in the same order, without their paths."""
+    execution = point.execution
+    texts = [point.task.prompt, *[message.content for message in point.task.conversation]]
+    texts.append(execution.final_output)
+    if execution.failure_reason:
+        texts.append(execution.failure_reason)
+    texts.extend(gate.reason for gate in point.evaluation.gates)
+    return texts
+
+
 def privacy_reasons(
     point: DataPoint, memo: MutableMapping[str, tuple[str, ...]] | None = None
 ) -> list[str]:
@@ -140,16 +190,21 @@ def privacy_reasons(
     `memo` (text → entity types) lets a batch check each distinct string once; pass the same one
     for every point of the batch.
     """
-    reasons = []
-    for field, text in free_text_fields(point):
-        found = memo.get(text) if memo is not None else None
-        if found is None:
-            found = pii_entities(text)
-            if memo is not None:
-                memo[text] = found
-        if found:
-            reasons.append(f"privacy: {field}: contains {', '.join(found)}")
-    return reasons
+    if memo is None:
+        memo = {}
+    found = []
+    for text in free_texts(point):
+        entities = memo.get(text)
+        if entities is None:
+            entities = memo[text] = pii_entities(text)
+        found.append(entities)
+    if not any(found):
+        return []  # the common case, decided without naming the fields
+    return [
+        f"privacy: {field}: contains {', '.join(entities)}"
+        for (field, _), entities in zip(free_text_fields(point), found, strict=True)
+        if entities
+    ]
 
 
 def structural_reasons(point: DataPoint) -> list[str]:
