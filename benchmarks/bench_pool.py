@@ -21,18 +21,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "pool"))
 from pool_records import make_point  # noqa: E402
 
 from agent_agency.config import AnonymizationPolicy, PoolSettings  # noqa: E402
-from agent_agency.pool import schema  # noqa: E402
+from agent_agency.pool import pii, schema  # noqa: E402
 from agent_agency.pool.anonymize import Anonymizer  # noqa: E402
 from agent_agency.pool.engine import RawJson  # noqa: E402
-from agent_agency.pool.pii import (  # noqa: E402
-    PRESIDIO_TRIGGERS,
-    clear_scan_cache,
-    find_pii,
-    presidio_analyzer,
-)
+from agent_agency.pool.pii import clear_scan_cache, find_pii  # noqa: E402
 from agent_agency.pool.queries import get_agent_statistics  # noqa: E402
-from agent_agency.pool.store import Store, data_point_row  # noqa: E402
-from agent_agency.pool.validation import free_text_fields  # noqa: E402
+from agent_agency.pool.store import Store, data_point_row, insert_points  # noqa: E402
+from agent_agency.pool.validation import (  # noqa: E402
+    free_texts,
+    privacy_reasons,
+    structural_reasons,
+)
 from agent_agency.records import DataPoint, Message, utcnow  # noqa: E402
 
 from results import write_section  # noqa: E402
@@ -85,6 +84,8 @@ PII_SNIPPETS = [
     " Send the result to {first}.{i}@example.com when done.",
     " My colleague {first} Garcia can be reached at +1 (415) 555-{phone:04d}.",
     " The config lives in /home/{lower}/projects/billing/tax_{i}.py on host 10.0.{oct}.{oct2}.",
+    # national formats our own phone pattern does not know: only Presidio's recognizer finds them
+    " Or ring my mobile, 07400 {mobile:06d}, after six; the Paris office is +33 1 {fr}.",
 ]
 FIRST = ["James", "Maria", "Wei", "Priya", "Olivia", "Ahmed", "Chloe", "Lucas"]
 
@@ -116,16 +117,24 @@ def model_output(i: int, task_type: str) -> str:
 def realistic_point(i: int, pii: bool) -> DataPoint:
     """An arbiter-like point: system prompt, few-shot turns, the task prompt, the model's answer.
 
-    With `pii`, the task prompt carries one of three snippets (e-mail; name and phone; file path
-    and IP address) and, for every third such point, the answer repeats it.
+    With `pii`, the task prompt carries one of four snippets (e-mail; name and phone; file path
+    and IP address; national-format phone numbers) and, for every third such point, the answer
+    repeats it.
     """
     agent, task_type = AGENTS[i % 10], TYPES[i % 5]
     prompt = task_prompt(i, task_type)
     answer = model_output(i, task_type)
     if pii:
         first = FIRST[i % len(FIRST)]
-        snippet = PII_SNIPPETS[(i // 10) % 3].format(
-            first=first, lower=first.lower(), i=i, phone=i % 10_000, oct=i % 250, oct2=i % 199
+        snippet = PII_SNIPPETS[(i // 10) % len(PII_SNIPPETS)].format(
+            first=first,
+            lower=first.lower(),
+            i=i,
+            phone=i % 10_000,
+            oct=i % 250,
+            oct2=i % 199,
+            mobile=100_000 + i % 900_000,
+            fr=f"{i % 90 + 10} {i % 89 + 10} {i % 83 + 10} {i % 79 + 10}",
         )
         prompt += snippet
         if (i // 10) % 3 == 0:
@@ -167,7 +176,8 @@ def bench_ingest(
                 batch_points = [store.anonymizer.anonymize(p) for p in points]
                 clear_scan_cache()  # the preparation must not warm the privacy gate's cache
             warm_up = [realistic_point(n + i, pii=i % 2 == 0) for i in range(10)]
-            store.ingest(warm_up)  # Presidio and the connection, not the points measured
+            store.ingest(warm_up)  # the connection and caches, not the points measured
+            pii.presidio_analyzer(store.anonymizer.phone_regions)  # loaded once per process
             with store.engine.begin() as connection:
                 connection.execute(schema.data_points.delete())
             start, start_cpu = time.perf_counter(), time.process_time()
@@ -323,23 +333,72 @@ def bench_recall(per_type: int) -> dict[str, float]:
     return recall
 
 
-def bench_presidio_phone(n: int) -> tuple[float, float]:
-    """Median ms of one Presidio phone-recognizer pass over a PII prompt of the ingest benchmark,
-    and how many distinct strings per ingested point reach that recognizer (its trigger)."""
-    analyzer = presidio_analyzer()
-    texts = [realistic_point(i * 10 + 10, pii=True).task.prompt for i in range(200)]
-    analyzer.analyze(texts[0], language="en", entities=["PHONE_NUMBER"])
-    timings = []
-    for text_ in texts:
-        start = time.perf_counter()
-        analyzer.analyze(text_, language="en", entities=["PHONE_NUMBER"])
-        timings.append((time.perf_counter() - start) * 1000)
-    trigger = PRESIDIO_TRIGGERS["PHONE_NUMBER"]
+def bench_presidio_share(n: int) -> tuple[float, float]:
+    """How many distinct strings per ingested point Presidio is asked about (a trigger outside
+    our own findings), and the median ms of one such Presidio call."""
     strings: set[str] = set()
     for i in range(n):
-        strings.update(text_ for _, text_ in free_text_fields(realistic_point(i, pii=i % 10 == 0)))
-    share = len([text_ for text_ in strings if trigger.search(text_)]) / n
-    return float(np.percentile(timings, 50)), share
+        strings.update(free_texts(realistic_point(i, pii=i % 10 == 0)))
+    asked = [
+        text_
+        for text_ in strings
+        if pii._ANY_TRIGGER.search(pii.text_outside(text_, pii._own_scan(text_)))
+    ]
+    clear_scan_cache()
+    timings = []
+    for text_ in asked[:200]:
+        start = time.perf_counter()
+        pii._presidio_findings(text_, pii.DEFAULT_PHONE_REGIONS, pii._own_scan(text_))
+        timings.append((time.perf_counter() - start) * 1000)
+    return len(asked) / n, float(np.percentile(timings, 50)) if timings else 0.0
+
+
+def bench_ingest_stages(n: int, batch: int) -> dict[str, float]:
+    """µs of CPU per point in each stage of a default-policy ingest, run stage by stage over the
+    same batches (the scan caches are cleared first, as for a fresh process)."""
+    points = [realistic_point(i, pii=i % 10 == 0) for i in range(n)]
+    clear_scan_cache()
+    spent = dict.fromkeys(
+        ("gates", "anonymization", "privacy gate", "rows (JSON payload)", "SQLite insert + commit"),
+        0.0,
+    )
+    with (
+        tempfile.TemporaryDirectory() as tmp_name,
+        Store.open(f"sqlite:///{tmp_name}/stages.db") as store,
+    ):
+        anonymizer = store.anonymizer
+        pii.presidio_analyzer(anonymizer.phone_regions)  # loaded once per process, not measured
+        for offset in range(0, n, batch):
+            chunk = points[offset : offset + batch]
+            lap = _Laps(spent)
+            for point in chunk:
+                structural_reasons(point)
+            lap("gates")
+            views = anonymizer.anonymized_views(chunk)
+            lap("anonymization")
+            memo: dict[str, tuple[str, ...]] = {}
+            for view in views:
+                privacy_reasons(view, memo)
+            lap("privacy gate")
+            rows = [data_point_row(view, "hot") for view in views]
+            lap("rows (JSON payload)")
+            with store.engine.begin() as connection:
+                insert_points(connection, rows)
+            lap("SQLite insert + commit")
+    return {stage: seconds / n * 1e6 for stage, seconds in spent.items()}
+
+
+class _Laps:
+    """Adds the process CPU time since the previous lap to the named stage."""
+
+    def __init__(self, spent: dict[str, float]) -> None:
+        self._spent = spent
+        self._start = time.process_time()
+
+    def __call__(self, stage: str) -> None:
+        now = time.process_time()
+        self._spent[stage] += now - self._start
+        self._start = now
 
 
 def postgres_url() -> str | None:
@@ -369,7 +428,8 @@ def main() -> None:
         q50, q99, c50, c99 = bench_query(f"sqlite:///{tmp / 'query.db'}", 1_000_000)
         a50, a50_pii, a99 = bench_anonymization(5_000)
         recall = bench_recall(200)
-        phone_ms, phone_share = bench_presidio_phone(20_000)
+        presidio_share, presidio_ms = bench_presidio_share(20_000)
+        stages = bench_ingest_stages(20_000, 1000)
     sample = realistic_point(30, pii=True)
     sample_size = len(sample.model_dump_json())
 
@@ -377,6 +437,10 @@ def main() -> None:
         return " / ".join(f"{wall:,.0f} ({cpu:,.0f} CPU)" for wall, cpu in pair)
 
     pg_cell = rates(pg_rates) if pg_rates else "not run (no server URL set)"
+    stage_rows = ["| stage | µs of CPU per point |", "| --- | --- |"] + [
+        f"| {stage} | {micros:.0f} |" for stage, micros in stages.items()
+    ]
+    stage_rows.append(f"| total | {sum(stages.values()):.0f} |")
     rows = [
         "| metric | value | target |",
         "| --- | --- | --- |",
@@ -415,15 +479,25 @@ gate; on SQLite the rows go through one DBAPI executemany with each column's own
 processor (a test checks the stored rows equal the point-at-a-time pipeline's, on SQLite and
 PostgreSQL). Scans are cached per distinct string (bounded LRU, 4,096 strings of ≤ 16 KB), and a
 string is only scanned when a cheap pre-filter, a proven superset of every recognizer's matches
-(see `pool/pii.py`; property-tested), says it could hold PII. A string with a phone-like digit run
-still goes through Presidio's phone recognizer (the `phonenumbers` library, one pass per region,
-~0.15 ms each; Presidio's default 8 regions US, GB, DE, FR, IL, IN, CA, BR, kept as our default):
-{phone_ms:.2f} ms (median) per PII prompt here; {phone_share:.3f} distinct strings per point reach
-it, so ~{phone_ms * 1000 * phone_share:.0f} µs averaged over every point, against a whole budget
-of 50 µs per point at 20,000/s. **The target is missed by {20_000 / sqlite_rates[0][0]:.1f}×**
-(wall clock; {20_000 / sqlite_rates[0][1]:.1f}× by CPU time). Without the anonymizer ("already
-anonymized") the rest of the pipeline (pydantic records, gates, one JSON serialization, SQLite)
-costs ~{1e6 / sqlite_rates[1][1]:.0f} µs of CPU per point, itself above the budget.
+(see `pool/pii.py`; property-tested), says it could hold PII. Presidio is asked about an entity
+only when its trigger matches outside what our own recognizers found (what it would find from a
+trigger inside them overlaps a finding redacted anyway): here {presidio_share:.4f} distinct strings
+per point reach it (the national-format phone snippet, which only Presidio's phone recognizer
+finds), {presidio_ms:.2f} ms (median) each, ~{presidio_ms * 1000 * presidio_share:.0f} µs averaged
+over every point.
+
+**The target is missed by {20_000 / sqlite_rates[0][0]:.1f}×** (wall clock;
+{20_000 / sqlite_rates[0][1]:.1f}× by CPU time): 20,000 points/s is a budget of 50 µs per point on
+one core. CPU time per point by stage, each stage timed on its own over the same 20 batches:
+
+{chr(10).join(stage_rows)}
+
+Every stage is single-threaded Python around C (pydantic-core, `re`, SQLite). A writer thread does
+not help: SQLite releases the GIL per row step, and the thread then waits for the GIL held by the
+next batch's preparation (measured: no gain). Preparation in worker processes would need the
+points pickled across, and a `DataPoint` pickles and unpickles in ~250 µs, more than it costs to
+prepare. Reaching the target on these 2 cores would need the whole per-point path, SQLite
+included, to cost about a third of what it costs now.
 
 `pool.pii_phone_regions` narrows the regions; with `[US]` the rate is in the table. It is not
 the default because national formats of the other regions are then missed: measured on

@@ -190,20 +190,20 @@ def _build_analyzer(phone_regions: tuple[str, ...]) -> Any:
     import tldextract.tldextract
     from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
     from presidio_analyzer.nlp_engine import NoOpNlpEngine
-    from presidio_analyzer.predefined_recognizers import PhoneRecognizer
+
+    from agent_agency.pool.phone_recognizer import EarlyStopPhoneRecognizer
 
     tldextract.tldextract.TLD_EXTRACTOR.suffix_list_urls = ()
     registry = RecognizerRegistry(supported_languages=["en"])
     registry.load_predefined_recognizers(languages=["en"])
     registry.remove_recognizer("SpacyRecognizer")
-    if phone_regions != DEFAULT_PHONE_REGIONS:
-        registry.remove_recognizer("PhoneRecognizer")
-        registry.add_recognizer(PhoneRecognizer(supported_regions=phone_regions))
+    registry.remove_recognizer("PhoneRecognizer")
+    registry.add_recognizer(EarlyStopPhoneRecognizer(supported_regions=phone_regions))
     engine = NoOpNlpEngine(models=[{"lang_code": "en", "model_name": "noop"}])
     return AnalyzerEngine(nlp_engine=engine, registry=registry, supported_languages=["en"])
 
 
-def _outside(text: str, findings: tuple[Finding, ...]) -> str:
+def text_outside(text: str, findings: tuple[Finding, ...]) -> str:
     """`text` with each finding's characters replaced by '#' (same length, so offsets hold)."""
     parts = []
     cursor = 0
@@ -224,7 +224,7 @@ def _presidio_findings(
     """Presidio's findings for the entities whose trigger matches `text` outside `own` (what our
     recognizers already found): an entity only triggered inside them is not asked for, since
     whatever Presidio would find from that trigger overlaps a finding that is redacted anyway."""
-    residual = _outside(text, own) if own else text
+    residual = text_outside(text, own) if own else text
     if not _ANY_TRIGGER.search(residual):
         return ()
     entities = [name for name, trigger in PRESIDIO_TRIGGERS.items() if trigger.search(residual)]
