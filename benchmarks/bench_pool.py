@@ -6,6 +6,7 @@ Run: python benchmarks/bench_pool.py  (PostgreSQL figures when AGENCY_TEST_POSTG
 from __future__ import annotations
 
 import os
+import pickle
 import random
 import sys
 import tempfile
@@ -388,6 +389,15 @@ def bench_ingest_stages(n: int, batch: int) -> dict[str, float]:
     return {stage: seconds / n * 1e6 for stage, seconds in spent.items()}
 
 
+def bench_pickle(n: int) -> float:
+    """µs of CPU to pickle and unpickle one point (sending it to a worker process)."""
+    points = [realistic_point(i, pii=i % 10 == 0) for i in range(n)]
+    start = time.process_time()
+    for point in points:
+        pickle.loads(pickle.dumps(point, protocol=pickle.HIGHEST_PROTOCOL))
+    return (time.process_time() - start) / n * 1e6
+
+
 class _Laps:
     """Adds the process CPU time since the previous lap to the named stage."""
 
@@ -430,6 +440,7 @@ def main() -> None:
         recall = bench_recall(200)
         presidio_share, presidio_ms = bench_presidio_share(20_000)
         stages = bench_ingest_stages(20_000, 1000)
+        pickle_us = bench_pickle(2_000)
     sample = realistic_point(30, pii=True)
     sample_size = len(sample.model_dump_json())
 
@@ -469,7 +480,8 @@ characters, one per agent, 10 agents), the task type's few-shot turns (1–2 use
 fenced Python block, a JSON object, a label or a formal sentence); `task.prompt` and
 `execution.final_output` repeat the last two. 10% of points carry PII in the prompt, in turn one
 of: an e-mail address; a full name and a phone number; a home-directory file path and an IPv4
-address; for a third of those the answer repeats it. "Already anonymized" points skip the
+address; a GB mobile and a Paris number in national/international formats our own phone pattern
+does not know; for a third of those the answer repeats it. "Already anonymized" points skip the
 anonymizer but still pass every gate, including the privacy scan. Rates are given by wall clock
 and, in parentheses, by the process's CPU time (2 cores shared with other work).
 
@@ -494,10 +506,11 @@ one core. CPU time per point by stage, each stage timed on its own over the same
 
 Every stage is single-threaded Python around C (pydantic-core, `re`, SQLite). A writer thread does
 not help: SQLite releases the GIL per row step, and the thread then waits for the GIL held by the
-next batch's preparation (measured: no gain). Preparation in worker processes would need the
-points pickled across, and a `DataPoint` pickles and unpickles in ~250 µs, more than it costs to
-prepare. Reaching the target on these 2 cores would need the whole per-point path, SQLite
-included, to cost about a third of what it costs now.
+next batch's preparation (measured: no gain). Preparing in a worker process adds pickling each
+point there ({pickle_us:.0f} µs of CPU for both ends): with both cores perfectly used that is at
+best {2e6 / (sum(stages.values()) + pickle_us):,.0f} points/s. Reaching the target on one core
+would need the whole per-point path to cost {50 / sum(stages.values()):.0%} of what it costs now;
+with both cores perfectly used, {100 / sum(stages.values()):.0%}.
 
 `pool.pii_phone_regions` narrows the regions; with `[US]` the rate is in the table. It is not
 the default because national formats of the other regions are then missed: measured on
