@@ -1,0 +1,90 @@
+"""The gates' quick checks decide exactly as their field-by-field reports do."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import pytest
+from pool_records import make_point
+
+from agent_agency.pool.validation import (
+    bounds_reasons,
+    free_text_fields,
+    free_texts,
+    privacy_reasons,
+)
+from agent_agency.records import DataPoint, GateResult, Message
+
+
+@pytest.mark.parametrize(
+    ("mutate", "reason"),
+    [
+        (
+            lambda p: setattr(p.rl_labels, "reward", math.nan),
+            "bounds: rl_labels.reward: nan is outside [0, 1]",
+        ),
+        (
+            lambda p: setattr(p.routing, "confidence", "high"),
+            "bounds: routing.confidence: 'high' is outside [0, 1]",
+        ),
+        (
+            lambda p: setattr(p.evaluation.rubric, "safety", 1.5),
+            "bounds: evaluation.rubric.safety: 1.5 is outside [0, 1]",
+        ),
+        (
+            lambda p: setattr(p.execution, "latency_ms", math.inf),
+            "bounds: execution.latency_ms: inf must be a non-negative number",
+        ),
+        (
+            lambda p: setattr(p.execution, "tokens_used", None),
+            "bounds: execution.tokens_used: None must be a non-negative number",
+        ),
+    ],
+)
+def test_each_out_of_bounds_value_is_named(
+    mutate: Callable[[DataPoint], None], reason: str
+) -> None:
+    point = make_point()
+    assert bounds_reasons(point) == []
+    mutate(point)
+    assert bounds_reasons(point) == [reason]
+
+
+def test_out_of_bounds_gate_scores_are_named_by_index() -> None:
+    point = make_point()
+    point.evaluation.gates = [
+        GateResult(name="a", passed=True, score=0.5, threshold=0.5, mandatory=True),
+        GateResult(name="b", passed=True, score=0.5, threshold=0.5, mandatory=True),
+    ]
+    point.evaluation.gates[1].score = -0.1
+    assert bounds_reasons(point) == ["bounds: evaluation.gates.1.score: -0.1 is outside [0, 1]"]
+
+
+def test_free_texts_are_the_values_of_free_text_fields_in_order() -> None:
+    point = make_point(prompt="p", output="o")
+    point.task.conversation = [
+        Message(role="system", content="s"),
+        Message(role="user", content="u"),
+    ]
+    point.execution.failure_reason = "f"
+    assert free_texts(point) == [text for _, text in free_text_fields(point)]
+    assert free_texts(point) == ["p", "s", "u", "o", "f"] + [
+        gate.reason for gate in point.evaluation.gates
+    ]
+
+
+def test_privacy_reasons_name_every_field_holding_pii() -> None:
+    point = make_point(prompt="mail ana@corp.example.org", output="fine")
+    point.task.conversation = [
+        Message(role="user", content="fine"),
+        Message(role="user", content="call +1 (415) 555-2671"),
+    ]
+    memo: dict[str, tuple[str, ...]] = {}
+    expected = [
+        "privacy: task.prompt: contains EMAIL_ADDRESS",
+        "privacy: task.conversation.1.content: contains PHONE_NUMBER",
+    ]
+    assert privacy_reasons(point, memo) == expected
+    assert privacy_reasons(point, memo) == expected  # answered from the memo
+    assert memo["fine"] == ()
