@@ -473,7 +473,7 @@ def main() -> None:
     body = f"""
 **Ingest.** 20,000 points shaped like the arbiter's records, ingested in batches of 1,000
 through the full pipeline (structural gates, anonymization with the default policy, the privacy
-gate, one transaction and one executemany per batch). Each point is a full `DataPoint` (about
+gate, one transaction per batch). Each point is a full `DataPoint` (about
 {sample_size / 1024:.1f} KB of JSON) whose conversation is: the agent's system prompt (~480
 characters, one per agent, 10 agents), the task type's few-shot turns (1–2 user/assistant pairs,
 5 task types), the task prompt (unique per point) and the model's answer (unique: arithmetic, a
@@ -488,15 +488,16 @@ and, in parentheses, by the process's CPU time (2 cores shared with other work).
 A batch is anonymized at once: each distinct string is cleaned once per batch (a batch-local
 dict; system prompts and few-shot turns repeat in every point) and checked once by the privacy
 gate; on SQLite the rows go through one DBAPI executemany with each column's own SQLAlchemy bind
-processor (a test checks the stored rows equal the point-at-a-time pipeline's, on SQLite and
-PostgreSQL). Scans are cached per distinct string (bounded LRU, 4,096 strings of ≤ 16 KB), and a
-string is only scanned when a cheap pre-filter, a proven superset of every recognizer's matches
-(see `pool/pii.py`; property-tested), says it could hold PII. Presidio is asked about an entity
-only when its trigger matches outside what our own recognizers found (what it would find from a
-trigger inside them overlaps a finding redacted anyway): here {presidio_share:.4f} distinct strings
-per point reach it (the national-format phone snippet, which only Presidio's phone recognizer
-finds), {presidio_ms:.2f} ms (median) each, ~{presidio_ms * 1000 * presidio_share:.0f} µs averaged
-over every point.
+processor, on PostgreSQL through one COPY into a staging table and one INSERT … SELECT … ON
+CONFLICT DO NOTHING (a test checks the stored rows equal the point-at-a-time pipeline's, on
+SQLite and PostgreSQL). Scans are cached per distinct string (bounded LRU, 4,096 strings of
+≤ 16 KB), and a string is only scanned when a cheap pre-filter, a proven superset of every
+recognizer's matches (see `pool/pii.py`; property-tested), says it could hold PII. Presidio is
+asked about an entity only when its trigger matches outside what our own recognizers found (what
+it would find from a trigger inside them overlaps a finding redacted anyway): here
+{presidio_share:.4f} distinct strings per point reach it (the national-format phone snippet,
+which only Presidio's phone recognizer finds), {presidio_ms:.2f} ms (median) each,
+~{presidio_ms * 1000 * presidio_share:.0f} µs averaged over every point.
 
 **The target is missed by {20_000 / sqlite_rates[0][0]:.1f}×** (wall clock;
 {20_000 / sqlite_rates[0][1]:.1f}× by CPU time): 20,000 points/s is a budget of 50 µs per point on

@@ -17,6 +17,7 @@ from agent_agency.config import AnonymizationPolicy, PoolSettings
 from agent_agency.pool import pii, schema
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.pii import PRESIDIO_DIGIT_TRIGGERS, PRESIDIO_TRIGGERS, clear_scan_cache
+from agent_agency.pool.queries import BatchCriteria, get_batch
 from agent_agency.pool.store import (
     Store,
     data_point_row,
@@ -176,3 +177,12 @@ def test_digit_rules_cover_every_digit_trigger(text: str) -> None:
     if any(re.search(rule, text) for rule in rules) or any(t.search(text) for t in triggers):
         assert pii._DIGIT_LED.search(text), text
         assert pii.may_hold_pii(text)
+
+
+def test_text_with_copy_and_json_special_characters_round_trips(db_url: str) -> None:
+    awkward = 'tab\there, back\\slash, new\nline, "quotes", \\N, ünïcödé, emoji 🚀, \\.'
+    with Store.open(db_url) as store:
+        assert store.ingest([make_point("odd", prompt=awkward, output=awkward)]).accepted == 1
+        [stored] = get_batch(store, BatchCriteria())
+    assert stored.task.prompt == awkward
+    assert stored.execution.final_output == awkward
