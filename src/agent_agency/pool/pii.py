@@ -22,7 +22,8 @@ PRESIDIO_TRIGGERS: dict[str, re.Pattern[str]] = {
     "EMAIL_ADDRESS": re.compile(r"@"),
     "PHONE_NUMBER": re.compile(r"\d[\d ().-]{6,}\d"),
     "CREDIT_CARD": re.compile(r"\d[\d -]{11,}\d"),
-    "IP_ADDRESS": re.compile(r"\d\.\d+\.\d+\.\d|[0-9a-fA-F]{1,4}:[0-9a-fA-F]{1,4}:"),
+    # every IPv6 form Presidio matches holds "::", or (the full form) h:h: with hex digits h
+    "IP_ADDRESS": re.compile(r"\d\.\d+\.\d+\.\d|[0-9a-fA-F]{1,4}:[0-9a-fA-F]{1,4}:|::"),
     "IBAN_CODE": re.compile(r"\b[A-Z]{2}\d{2}[A-Z0-9 ]{10,}"),
     "US_SSN": re.compile(r"\b\d{3}[- ]?\d{2}[- ]?\d{4}\b"),
     "CRYPTO": re.compile(r"\b(?:[13][a-km-zA-HJ-NP-Z1-9]{25,34}|bc1[a-z0-9]{25,})\b"),
@@ -252,7 +253,8 @@ def _presidio_findings(
 #                 (any case) or after whitespace
 #   FILE_PATH     (?:/[\w.@-]+){2,} | [A-Za-z]:\\…   ⇒ "/" then /[\w.@-]+/, or a letter, ":", "\"
 #   Presidio      every trigger in PRESIDIO_TRIGGERS: those needing a digit in `_DIGIT_LED`,
-#                 "@" above, IPv6 (h:h:) under ":"; a property test checks every trigger is covered.
+#                 "@" above, IPv6 (h:h: or "::") under ":"; a property test checks every trigger
+#                 is covered.
 # Cheap `in` tests come first; each regex runs only when its own cheap test passes.
 _DIGIT = re.compile(r"\d")
 # The digit rules, as one regex whose branches all start at a digit, so a scan skips through the
@@ -268,10 +270,11 @@ _DIGIT_LED = re.compile(
     r"|1(?<=bc1)[a-z0-9]{25,}"
 )
 _PATH_RULE = re.compile(r"/[\w.@-]+/")
-# Anchored at the ':' (a drive letter before ':\', IPv6 hex groups around it, a user-id key before
-# it) and at the '=' (a user-id key before it), so a scan only stops at those characters.
+# Anchored at the ':' (a drive letter before ':\', IPv6 hex groups around it or a second ':', a
+# user-id key before it) and at the '=' (a user-id key before it), so a scan only stops at those
+# characters.
 _COLON_RULES = re.compile(
-    r":(?:(?<=[A-Za-z]:)\\|(?<=[0-9a-fA-F]:)[0-9a-fA-F]{1,4}:|(?<=[iI][dD]:)|(?<=\s:))"
+    r":(?:(?<=[A-Za-z]:)\\|(?<=[0-9a-fA-F]:)[0-9a-fA-F]{1,4}:|:|(?<=[iI][dD]:)|(?<=\s:))"
 )
 _USER_ID_EQ = re.compile(r"=(?:(?<=[iI][dD]=)|(?<=\s=))")
 _PERSON_RULES = re.compile(r"(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?\s+[A-Z][a-z]|[Mm]y name is ")
@@ -364,8 +367,10 @@ def find_pii(
     use_presidio: bool = True,
     phone_regions: tuple[str, ...] = DEFAULT_PHONE_REGIONS,
 ) -> list[Finding]:
-    """Non-overlapping PII findings in `text`, earliest first, the longer one winning overlaps.
+    """Non-overlapping PII findings in `text`, earliest first, covering every raw finding.
 
+    Overlapping findings become one span from the first start to the last end, named after the
+    longest of them (an IP address running into a card number is redacted as a whole).
     `phone_regions`: the regions Presidio's phone recognizer matches national formats for.
     """
     if not text:
@@ -375,10 +380,16 @@ def find_pii(
         candidates += _presidio_scan(text, phone_regions)
     candidates.sort(key=lambda f: (f.start, -(f.end - f.start)))
     kept: list[Finding] = []
+    longest: list[Finding] = []  # the longest raw finding in each kept span
     for finding in candidates:
-        if kept and finding.start < kept[-1].end:
+        if not kept or finding.start >= kept[-1].end:
+            kept.append(finding)
+            longest.append(finding)
             continue
-        kept.append(finding)
+        if finding.end - finding.start > longest[-1].end - longest[-1].start:
+            longest[-1] = finding
+        span = kept[-1]
+        kept[-1] = Finding(longest[-1].entity, span.start, max(span.end, finding.end))
     return kept
 
 
