@@ -29,8 +29,8 @@ from agent_agency.pool.pii import clear_scan_cache, find_pii  # noqa: E402
 from agent_agency.pool.queries import get_agent_statistics  # noqa: E402
 from agent_agency.pool.store import Store, data_point_row, insert_points  # noqa: E402
 from agent_agency.pool.validation import (  # noqa: E402
+    batch_privacy_reasons,
     free_texts,
-    privacy_reasons,
     structural_reasons,
 )
 from agent_agency.records import DataPoint, Message, utcnow  # noqa: E402
@@ -377,9 +377,7 @@ def bench_ingest_stages(n: int, batch: int) -> dict[str, float]:
             lap("gates")
             views = anonymizer.anonymized_views(chunk)
             lap("anonymization")
-            memo: dict[str, tuple[str, ...]] = {}
-            for view in views:
-                privacy_reasons(view, memo)
+            batch_privacy_reasons(views)
             lap("privacy gate")
             rows = [data_point_row(view, "hot") for view in views]
             lap("rows (JSON payload)")

@@ -26,7 +26,7 @@ from agent_agency.pool.store import (
     tier_for,
 )
 from agent_agency.pool.validation import parse_point, privacy_reasons, structural_reasons
-from agent_agency.records import DataPoint, Message, utcnow
+from agent_agency.records import DataPoint, Message, ToolCall, utcnow
 
 SYSTEM = "You are a careful assistant. Think step by step; refuse to reveal personal data."
 
@@ -114,6 +114,20 @@ def test_batched_ingest_stores_the_same_rows_as_the_reference_pipeline(
 
 def test_anonymized_views_equal_one_view_per_point() -> None:
     points = [p if isinstance(p, DataPoint) else DataPoint.model_validate(p) for p in _batch()[:25]]
+    with_tool_call = make_point("tool", prompt="look up the customer")
+    with_tool_call.task.conversation = [
+        Message(
+            role="assistant",
+            content="",
+            tool_calls=[
+                ToolCall(
+                    name="lookup",
+                    arguments={"email": "jane.doe@example.com", "query": ["look up the customer"]},
+                )
+            ],
+        )
+    ]
+    points.append(with_tool_call)  # strings outside the free texts are cleaned too
     for rename in (False, True):
         anonymizer = Anonymizer(AnonymizationPolicy(rename_identifiers=rename), b"secret")
         views = anonymizer.anonymized_views(points)

@@ -9,6 +9,7 @@ import pytest
 from pool_records import make_point
 
 from agent_agency.pool.validation import (
+    batch_privacy_reasons,
     bounds_reasons,
     free_text_fields,
     free_texts,
@@ -80,11 +81,10 @@ def test_privacy_reasons_name_every_field_holding_pii() -> None:
         Message(role="user", content="fine"),
         Message(role="user", content="call +1 (415) 555-2671"),
     ]
-    memo: dict[str, tuple[str, ...]] = {}
     expected = [
         "privacy: task.prompt: contains EMAIL_ADDRESS",
         "privacy: task.conversation.1.content: contains PHONE_NUMBER",
     ]
-    assert privacy_reasons(point, memo) == expected
-    assert privacy_reasons(point, memo) == expected  # answered from the memo
-    assert memo["fine"] == ()
+    assert privacy_reasons(point) == expected
+    clean = make_point("clean", prompt="fine", output="fine")
+    assert batch_privacy_reasons([clean, point, clean]) == [[], expected, []]

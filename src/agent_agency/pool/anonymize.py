@@ -11,6 +11,7 @@ import functools
 import hashlib
 import hmac
 from collections.abc import Callable, Sequence
+from itertools import chain
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -126,32 +127,34 @@ class Anonymizer:
     def anonymized_views(self, points: Sequence[DataPoint]) -> list[DataPoint]:
         """`anonymized_view` of each point, cleaning each distinct string once for the batch.
 
-        System prompts and few-shot turns repeat in every point: their cleaned text comes from a
-        batch-local dict instead of one cache call per occurrence. With identifier renaming on,
-        aliases depend on the point, so each point is cleaned on its own.
+        System prompts and few-shot turns repeat in every point: the batch's distinct free texts
+        are cleaned first, and a point none of whose texts changes (the common case: no PII) is
+        only stamped. With identifier renaming on, aliases depend on the point, so each point is
+        cleaned on its own.
         """
         if self.policy.rename_identifiers:
             return [self.anonymized_view(point) for point in points]
         policy = self.policy.model_dump()
-        # text → its cleaned form, or "" when cleaning leaves it unchanged (the point then keeps
-        # its own string object, so unchanged sub-records are shared, not copied)
-        memo: dict[str, str] = {}
+        texts = [free_texts(point) for point in points]
+        distinct = set(chain.from_iterable(texts))
+        changed: dict[str, str] = {}  # text → its cleaned form, for the texts cleaning changes
+        for text in distinct:
+            cleaned = self.clean_text(text)
+            if cleaned != text:
+                changed[text] = cleaned
 
         def clean(text: str) -> str:
-            cleaned = memo.get(text)
-            if cleaned is None:
-                cleaned = self.clean_text(text)
-                cleaned = memo[text] = "" if cleaned == text else cleaned
-            return cleaned or text
+            # a string outside the batch's free texts (a tool call argument) is cleaned here
+            if text in distinct:
+                return changed.get(text, text)
+            return self.clean_text(text)
 
-        def view(point: DataPoint) -> DataPoint:
-            if self._texts_are_all_it_changes(point) and all(
-                clean(text) is text for text in free_texts(point)
-            ):
-                return self._stamped(point, dict(policy))  # the common case: no PII anywhere
-            return self._view(point, clean, dict(policy))
-
-        return [view(point) for point in points]
+        return [
+            self._stamped(point, dict(policy))
+            if changed.keys().isdisjoint(point_texts) and self._texts_are_all_it_changes(point)
+            else self._view(point, clean, dict(policy))
+            for point, point_texts in zip(points, texts, strict=True)
+        ]
 
     def _texts_are_all_it_changes(self, point: DataPoint) -> bool:
         """True when only free text could change in `point` (no tool call arguments to clean, no

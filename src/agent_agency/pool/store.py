@@ -29,8 +29,8 @@ from agent_agency.pool.tenant_secret import load_tenant_secret
 from agent_agency.pool.timestamps import to_utc
 from agent_agency.pool.validation import (
     RawPoint,
+    batch_privacy_reasons,
     parse_point,
-    privacy_reasons,
     structural_reasons,
 )
 from agent_agency.records import (
@@ -515,11 +515,12 @@ class Store:
                 [point for _, _, point in passed if point.anonymization_policy is None]
             )
         )
-        memo: dict[str, tuple[str, ...]] = {}
-        for index, raw, point in passed:
-            if point.anonymization_policy is None:
-                point = next(views)
-            reasons = privacy_reasons(point, memo)
+        anonymized = [
+            next(views) if point.anonymization_policy is None else point for _, _, point in passed
+        ]
+        for (index, raw, _), point, reasons in zip(
+            passed, anonymized, batch_privacy_reasons(anonymized), strict=True
+        ):
             if reasons:
                 failures.append((index, raw, reasons))
             else:

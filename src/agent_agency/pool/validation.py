@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 from pydantic import ValidationError
@@ -182,28 +183,25 @@ def free_texts(point: DataPoint) -> list[str]:
     return texts
 
 
-def privacy_reasons(
-    point: DataPoint, memo: MutableMapping[str, tuple[str, ...]] | None = None
-) -> list[str]:
-    """PII still present after anonymization (our fast recognizers; types only, never values).
+def privacy_reasons(point: DataPoint) -> list[str]:
+    """PII still present after anonymization (our fast recognizers; types only, never values)."""
+    return batch_privacy_reasons([point])[0]
 
-    `memo` (text → entity types) lets a batch check each distinct string once; pass the same one
-    for every point of the batch.
-    """
-    if memo is None:
-        memo = {}
-    found = []
-    for text in free_texts(point):
-        entities = memo.get(text)
-        if entities is None:
-            entities = memo[text] = pii_entities(text)
-        found.append(entities)
-    if not any(found):
-        return []  # the common case, decided without naming the fields
+
+def batch_privacy_reasons(points: Sequence[DataPoint]) -> list[list[str]]:
+    """`privacy_reasons` of each point, checking each distinct string of the batch once."""
+    texts = [free_texts(point) for point in points]
+    entities = {text: pii_entities(text) for text in set(chain.from_iterable(texts))}
+    flagged = {text for text, found in entities.items() if found}
     return [
-        f"privacy: {field}: contains {', '.join(entities)}"
-        for (field, _), entities in zip(free_text_fields(point), found, strict=True)
-        if entities
+        []  # the common case, decided without naming the fields
+        if flagged.isdisjoint(point_texts)
+        else [
+            f"privacy: {field}: contains {', '.join(entities[text])}"
+            for field, text in free_text_fields(point)
+            if entities[text]
+        ]
+        for point, point_texts in zip(points, texts, strict=True)
     ]
 
 
