@@ -1,4 +1,4 @@
-"""The early-stopping phone recognizer finds what Presidio's finds, with fewer region passes."""
+"""The early-stopping phone recognizer finds what Presidio's finds, with less parsing."""
 
 from __future__ import annotations
 
@@ -30,6 +30,8 @@ def _example_numbers() -> list[str]:
 
 
 def _texts(count: int) -> list[str]:
+    """Example numbers of every region and format, next to each other (several separators) and
+    to short and long digit runs that are no numbers."""
     rng = random.Random(11)
     numbers = _example_numbers()
     texts = []
@@ -37,7 +39,9 @@ def _texts(count: int) -> list[str]:
         parts = rng.sample(numbers, rng.randint(1, 3))
         parts += [str(rng.randint(10**5, 10**11)) for _ in range(rng.randint(0, 1))]
         rng.shuffle(parts)
-        texts.append("call " + " or ".join(parts) + " today")
+        separator = rng.choice([" or ", ", ", "; ", " / ", " (", "\n"])
+        lead = rng.choice(["call ", "Task 40: 7 items, call ", "(", "ticket 12-3, phone:"])
+        texts.append(lead + separator.join(parts) + rng.choice([" today", ".", ")", ", 3 pm"]))
     return texts
 
 
@@ -45,14 +49,31 @@ def _spans(results: list[Any]) -> set[tuple[int, int]]:
     return {(r.start, r.end) for r in results}
 
 
-@pytest.mark.parametrize("text", _texts(60))
+@pytest.mark.parametrize("text", _texts(120))
 def test_every_number_presidio_finds_is_found(text: str) -> None:
     theirs = _spans(PhoneRecognizer().analyze(text, ["PHONE_NUMBER"]))
     ours = _spans(EarlyStopPhoneRecognizer().analyze(text, ["PHONE_NUMBER"]))
     assert theirs, text
-    assert ours <= theirs
+    # every digit of what Presidio's finds is found ...
+    covered = {index for start, end in ours for index in range(start, end)}
     for start, end in theirs:
-        assert any(s < end and start < e for s, e in ours), (text, start, end)
+        digits = {index for index in range(start, end) if text[index].isdigit()}
+        assert digits <= covered, (text, start, end)
+    # ... and anything else found is a valid number of a region (Presidio's matcher can miss a
+    # number next to others: "76011076961 / 074104 10123 / (506) 234-5678")
+    for start, end in ours:
+        if not any(s <= start and end <= e for s, e in theirs):
+            assert _valid_in_some_region(text[start:end]), (text, start, end)
+
+
+def _valid_in_some_region(number: str) -> bool:
+    for region in REGIONS:
+        try:
+            if phonenumbers.is_valid_number(phonenumbers.parse(number, region)):
+                return True
+        except phonenumbers.NumberParseException:
+            continue
+    return False
 
 
 def _regions_tried(monkeypatch: pytest.MonkeyPatch, text: str) -> list[str]:

@@ -204,14 +204,14 @@ def _build_analyzer(phone_regions: tuple[str, ...]) -> Any:
     return AnalyzerEngine(nlp_engine=engine, registry=registry, supported_languages=["en"])
 
 
-def text_outside(text: str, findings: tuple[Finding, ...]) -> str:
-    """`text` with each finding's characters replaced by '#' (same length, so offsets hold)."""
+def text_outside(text: str, findings: tuple[Finding, ...], mask: str = "#") -> str:
+    """`text` with each finding's characters replaced by `mask` (same length: offsets hold)."""
     parts = []
     cursor = 0
     for finding in sorted(findings, key=lambda f: f.start):
         start = max(cursor, finding.start)
         parts.append(text[cursor:start])
-        parts.append("#" * max(0, finding.end - start))
+        parts.append(mask * max(0, finding.end - start))
         cursor = max(cursor, finding.end)
     parts.append(text[cursor:])
     return "".join(parts)
