@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -228,6 +229,7 @@ def insert_new(connection: Connection, table: Table, rows: list[dict[str, Any]])
 
 
 _DATA_POINT_COLUMNS = tuple(column.name for column in schema.data_points.columns)
+_DATA_POINT_VALUES = operator.itemgetter(*_DATA_POINT_COLUMNS)  # a row's values in column order
 _COLUMN_LIST = ", ".join(_DATA_POINT_COLUMNS)
 _SQLITE_INSERT_POINTS = (
     f"INSERT INTO data_points ({_COLUMN_LIST}) "
@@ -256,14 +258,16 @@ def insert_points(connection: Connection, rows: list[dict[str, Any]]) -> int:
 def _insert_points_sqlite(connection: Connection, rows: list[dict[str, Any]]) -> int:
     dialect = connection.dialect
     processors = [
-        column.type.dialect_impl(dialect).bind_processor(dialect)
-        for column in schema.data_points.columns
+        (index, processor)
+        for index, column in enumerate(schema.data_points.columns)
+        if (processor := column.type.dialect_impl(dialect).bind_processor(dialect)) is not None
     ]
-    steps = list(zip(_DATA_POINT_COLUMNS, processors, strict=True))
-    values = [
-        tuple(row[name] if process is None else process(row[name]) for name, process in steps)
-        for row in rows
-    ]
+    values = []
+    for row in rows:
+        value = list(_DATA_POINT_VALUES(row))
+        for index, process in processors:
+            value[index] = process(value[index])
+        values.append(tuple(value))
     result = connection.exec_driver_sql(_SQLITE_INSERT_POINTS, values)
     return int(result.rowcount)
 
