@@ -142,10 +142,12 @@ def ingest(
         if text.strip()
     ]
     totals = {"accepted": 0, "duplicates": 0, "quarantined": 0}
-    with _open(config, db) as store:
+    with _open(config, db) as store, Progress(console=console, transient=True) as progress:
+        task = progress.add_task(f"ingesting {path.name}", total=len(lines))
         for start in range(0, len(lines), batch):
             chunk = lines[start : start + batch]
             report = store.ingest([text for _, text in chunk])
+            progress.advance(task, len(chunk))
             totals["accepted"] += report.accepted
             totals["duplicates"] += report.duplicates
             totals["quarantined"] += report.quarantined
