@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gc
 import hashlib
 import hmac
 from datetime import timedelta
@@ -12,7 +13,7 @@ from sqlalchemy import func, select
 from agent_agency.config import AnonymizationPolicy, PoolSettings
 from agent_agency.pool import schema
 from agent_agency.pool import store as store_module
-from agent_agency.pool.store import BUDGET_EXHAUSTED, Store
+from agent_agency.pool.store import BUDGET_EXHAUSTED, Store, collector_paused
 from agent_agency.records import DataPoint, utcnow
 
 EMAIL = "jane.doe@example.com"
@@ -172,3 +173,20 @@ def test_points_older_than_the_hot_window_enter_warm(store: Store) -> None:
         query = select(schema.data_points.c.id, schema.data_points.c.tier)
         tiers = {row.id: row.tier for row in connection.execute(query)}
     assert tiers == {"new": "hot", "old": "warm"}
+
+
+def test_the_garbage_collector_is_paused_for_a_batch_and_restored(store: Store) -> None:
+    seen: list[bool] = []
+    with collector_paused():
+        seen.append(gc.isenabled())
+    assert seen == [False] and gc.isenabled()
+    with pytest.raises(RuntimeError), collector_paused():
+        raise RuntimeError("a failed batch")
+    assert gc.isenabled()
+    gc.disable()  # the application's own choice is kept
+    try:
+        assert store.ingest([make_point("while-disabled")]).accepted == 1
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    assert store.ingest([make_point("while-enabled")]).accepted == 1 and gc.isenabled()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 
@@ -13,6 +14,7 @@ from agent_agency.pool.validation import (
     bounds_reasons,
     free_text_fields,
     free_texts,
+    parse_point,
     privacy_reasons,
 )
 from agent_agency.records import DataPoint, GateResult, Message
@@ -88,3 +90,23 @@ def test_privacy_reasons_name_every_field_holding_pii() -> None:
     assert privacy_reasons(point) == expected
     clean = make_point("clean", prompt="fine", output="fine")
     assert batch_privacy_reasons([clean, point, clean]) == [[], expected, []]
+
+
+def test_json_text_gets_the_reasons_its_decoded_object_gets() -> None:
+    point = make_point("p").model_dump(mode="json")
+    missing = json.loads(json.dumps(point))
+    del missing["task"]["prompt"]
+    wrong_type = json.loads(json.dumps(point))
+    wrong_type["execution"]["latency_ms"] = "slow"
+    wrong_type["task"] = [1]
+    out_of_bounds = json.loads(json.dumps(point))
+    out_of_bounds["evaluation"]["quality_score"] = 1.5
+    for document in (point, missing, wrong_type, out_of_bounds, [1, 2], "text", 3):
+        text = json.dumps(document)
+        # the same gate and field for each reason (pydantic words a few messages for JSON: "Input
+        # should be an object" where a Python value gets "... a valid dictionary ...")
+        from_text = [reason.split(": ", 2)[:2] for reason in parse_point(text)[1]]
+        decoded = parse_point(document)[1]  # type: ignore[arg-type]
+        assert from_text == [reason.split(": ", 2)[:2] for reason in decoded], text
+    assert parse_point(json.dumps(point))[0] == parse_point(point)[0]
+    assert parse_point("{not json")[1][0].startswith("type: (point): not valid JSON: Expecting")
