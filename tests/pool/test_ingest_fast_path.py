@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +18,7 @@ from sqlalchemy import select
 from agent_agency.config import AnonymizationPolicy, PoolSettings
 from agent_agency.pool import pii, schema
 from agent_agency.pool.anonymize import Anonymizer
+from agent_agency.pool.ingest_workers import ingest_batches
 from agent_agency.pool.pii import PRESIDIO_DIGIT_TRIGGERS, PRESIDIO_TRIGGERS, clear_scan_cache
 from agent_agency.pool.queries import BatchCriteria, get_batch
 from agent_agency.pool.store import (
@@ -200,3 +203,33 @@ def test_text_with_copy_and_json_special_characters_round_trips(db_url: str) -> 
         [stored] = get_batch(store, BatchCriteria())
     assert stored.task.prompt == awkward
     assert stored.execution.final_output == awkward
+
+
+def _stored_quarantine(store: Store) -> list[tuple[Any, ...]]:
+    table = schema.quarantine
+    with store.engine.connect() as connection:
+        query = select(table.c.id, table.c.point_id, table.c.reasons).order_by(table.c.id)
+        return [tuple(row) for row in connection.execute(query)]
+
+
+def test_worker_processes_store_what_ingest_in_process_stores(tmp_path: Path) -> None:
+    batch = _batch()
+    as_text = [p.model_dump_json() if isinstance(p, DataPoint) else json.dumps(p) for p in batch]
+    batches = [as_text[start : start + 10] for start in range(0, len(as_text), 10)]
+    batches.append(as_text[:5])  # already stored: counted as duplicates
+    results = []
+    for workers in (1, 2):
+        with Store.open(f"sqlite:///{tmp_path / f'workers-{workers}.db'}") as store:
+            reports = list(ingest_batches(store, batches, workers=workers))
+            results.append((reports, _stored_rows(store), _stored_quarantine(store)))
+    (in_process, rows, quarantined), (with_workers, worker_rows, worker_quarantined) = results
+    assert [r.model_dump() for r in with_workers] == [r.model_dump() for r in in_process]
+    assert sum(r.accepted for r in in_process) == len(rows) > 10
+    assert in_process[-1].duplicates > 0
+    assert worker_rows == rows
+    assert worker_quarantined == quarantined
+
+
+def test_ingest_batches_names_a_bad_worker_count(store: Store) -> None:
+    with pytest.raises(ValueError, match="workers: must be at least 1, got 0"):
+        list(ingest_batches(store, [[make_point("p")]], workers=0))

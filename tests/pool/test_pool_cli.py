@@ -63,3 +63,17 @@ def test_stats_without_simulated_agents_has_no_banner(db_url: str, tmp_path: Pat
     result = runner.invoke(pool_app, ["stats", "--db", db_url, "--by", "agent"])
     assert result.exit_code == 0, result.output
     assert "SIMULATION" not in result.output and "(simulated)" not in result.output
+
+
+def test_cli_ingest_with_worker_processes(tmp_path: Path) -> None:
+    points = [make_point(f"p{i}").model_dump_json() for i in range(5)]
+    source = tmp_path / "points.jsonl"
+    source.write_text("\n".join([*points, "{not json", points[0]]) + "\n")
+    db_url = f"sqlite:///{tmp_path / 'pool.db'}"
+    arguments = ["ingest", str(source), "--db", db_url, "--batch", "2", "--workers", "2"]
+    result = runner.invoke(pool_app, arguments)
+    assert result.exit_code == 0, result.output
+    assert "points.jsonl line 6: type: (point): not valid JSON" in result.output
+    assert "5 accepted, 1 duplicates, 1 quarantined" in result.output
+    result = runner.invoke(pool_app, [*arguments[:-1], "0"])
+    assert result.exit_code != 0 and "--workers" in result.output

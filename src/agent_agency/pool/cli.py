@@ -15,6 +15,7 @@ from sqlalchemy import select
 
 from agent_agency.cli_options import ConfigOption, DbOption, load_settings
 from agent_agency.pool import schema
+from agent_agency.pool.ingest_workers import ingest_batches
 from agent_agency.pool.queries import (
     AggregateBy,
     collection_metrics,
@@ -131,7 +132,15 @@ def ingest(
     path: Annotated[Path, typer.Argument(help="JSON Lines file, one data point per line")],
     db: DbOption = None,
     config: ConfigOption = None,
-    batch: Annotated[int, typer.Option(min=1)] = 1000,
+    batch: Annotated[int, typer.Option(min=1, help="data points per transaction")] = 1000,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="processes preparing batches while this one stores them; each takes a few "
+            "seconds to start, so use them for large files on machines with cores to spare",
+        ),
+    ] = 1,
 ) -> None:
     """Validate, anonymize and store data points; rejected ones go to quarantine."""
     if not path.exists():
@@ -144,9 +153,9 @@ def ingest(
     totals = {"accepted": 0, "duplicates": 0, "quarantined": 0}
     with _open(config, db) as store, Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"ingesting {path.name}", total=len(lines))
-        for start in range(0, len(lines), batch):
-            chunk = lines[start : start + batch]
-            report = store.ingest([text for _, text in chunk])
+        chunks = [lines[start : start + batch] for start in range(0, len(lines), batch)]
+        texts = ([text for _, text in chunk] for chunk in chunks)
+        for chunk, report in zip(chunks, ingest_batches(store, texts, workers), strict=True):
             progress.advance(task, len(chunk))
             totals["accepted"] += report.accepted
             totals["duplicates"] += report.duplicates
