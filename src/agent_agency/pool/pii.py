@@ -71,35 +71,35 @@ _STREET_SUFFIX = (
     r"(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|"
     r"Terrace|Parkway|Pkwy|Square|Sq|Highway|Hwy|Circle|Cir)"
 )
-_CARD = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
+_CARD = re.compile(r"(?=\d)(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
 _OWN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("URL", re.compile(r"\b(?:https?://|www\.)[^\s<>\"'`)\]]+")),
+    ("URL", re.compile(r"(?=[hw])\b(?:https?://|www\.)[^\s<>\"'`)\]]+")),
     ("EMAIL_ADDRESS", re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")),
     ("CREDIT_CARD", _CARD),
     (
         "IP_ADDRESS",
         re.compile(
-            r"(?<!\d)(?<!\d\.)(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)"
-            r"(?!\d|\.\d)"
-            r"|\b(?:[0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}\b"
+            r"(?=\d)(?<!\d)(?<!\d\.)(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}"
+            r"(?:25[0-5]|2[0-4]\d|1?\d?\d)(?!\d|\.\d)"
+            r"|(?=[0-9a-fA-F]{1,4}:)\b(?:[0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}\b"
         ),
     ),
     (
         "PHONE_NUMBER",
         re.compile(
-            r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{2,4}\)[ .-]?|\d{2,4}[ .-])\d{3,4}[ .-]?\d{3,4}"
-            r"(?![\w])"
+            r"(?=[+(\d])(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{2,4}\)[ .-]?|\d{2,4}[ .-])"
+            r"\d{3,4}[ .-]?\d{3,4}(?![\w])"
         ),
     ),
     (
         "STREET_ADDRESS",
-        re.compile(rf"\b\d{{1,5}}\s+(?:{_CAPITALIZED}\s+){{1,3}}{_STREET_SUFFIX}\b"),
+        re.compile(rf"(?=\d)\b\d{{1,5}}\s+(?:{_CAPITALIZED}\s+){{1,3}}{_STREET_SUFFIX}\b"),
     ),
     (
         "PERSON",
         re.compile(
-            rf"\b(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?\s+{_CAPITALIZED}(?:\s+{_CAPITALIZED})?"
-            rf"|(?<=\b[Mm]y name is ){_CAPITALIZED}(?:\s+{_CAPITALIZED})?"
+            rf"(?=[A-Z])(?:\b(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?\s+{_CAPITALIZED}(?:\s+{_CAPITALIZED})?"
+            rf"|(?<=\b[Mm]y name is ){_CAPITALIZED}(?:\s+{_CAPITALIZED})?)"
         ),
     ),
     (
@@ -109,8 +109,8 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         "FILE_PATH",
         re.compile(
-            r"(?<![\w:/.\[])(?:~|\.{1,2})?(?:/[\w.@-]+){2,}/?"
-            r"|\b[A-Za-z]:\\(?:[\w .-]+\\)*[\w.-]+"
+            r"(?=[~./])(?<![\w:/.\[])(?:~|\.{1,2})?(?:/[\w.@-]+){2,}/?"
+            r"|(?=[A-Za-z]:\\)\b[A-Za-z]:\\(?:[\w .-]+\\)*[\w.-]+"
         ),
     ),
 ]
