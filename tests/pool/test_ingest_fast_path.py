@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -233,3 +235,24 @@ def test_worker_processes_store_what_ingest_in_process_stores(tmp_path: Path) ->
 def test_ingest_batches_names_a_bad_worker_count(store: Store) -> None:
     with pytest.raises(ValueError, match="workers: must be at least 1, got 0"):
         list(ingest_batches(store, [[make_point("p")]], workers=0))
+
+
+class _KillsTheWorker:
+    """Unpickled in a worker process, ends it at once (as an out-of-memory kill would)."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os._exit, (1,))
+
+
+def test_a_dead_worker_raises_and_what_was_reported_is_stored(tmp_path: Path) -> None:
+    good = [[make_point(f"p{batch}-{i}").model_dump_json() for i in range(3)] for batch in "ab"]
+    batches: list[list[Any]] = [good[0], [_KillsTheWorker()], good[1]]
+    reported: list[str] = []
+    with Store.open(f"sqlite:///{tmp_path / 'pool.db'}") as store:
+        reports = ingest_batches(store, batches, workers=2)
+        with pytest.raises(BrokenProcessPool):
+            for batch, report in zip(batches, reports, strict=False):
+                assert report.accepted == len(batch)
+                reported += [json.loads(text)["id"] for text in batch]
+        stored = [row[0] for row in _stored_rows(store)]
+    assert sorted(stored) == sorted(reported)  # acknowledged means stored, and nothing else

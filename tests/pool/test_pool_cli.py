@@ -1,12 +1,17 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+import pytest
 from pool_records import make_point
 from typer.testing import CliRunner
 
+from agent_agency.pool import cli as pool_cli
 from agent_agency.pool.cli import pool_app
+from agent_agency.pool.store import IngestReport, Store
 
 runner = CliRunner()
 
@@ -77,3 +82,23 @@ def test_cli_ingest_with_worker_processes(tmp_path: Path) -> None:
     assert "5 accepted, 1 duplicates, 1 quarantined" in result.output
     result = runner.invoke(pool_app, [*arguments[:-1], "0"])
     assert result.exit_code != 0 and "--workers" in result.output
+
+
+def test_cli_ingest_says_where_to_resume_when_a_worker_dies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def first_batch_then_a_dead_worker(
+        store: Store, batches: Iterable[list[str]], workers: int
+    ) -> Iterator[IngestReport]:
+        yield store.ingest(next(iter(batches)))
+        raise BrokenProcessPool("a worker was killed")
+
+    monkeypatch.setattr(pool_cli, "ingest_batches", first_batch_then_a_dead_worker)
+    source = tmp_path / "points.jsonl"
+    source.write_text("\n".join(make_point(f"p{i}").model_dump_json() for i in range(5)) + "\n")
+    db_url = f"sqlite:///{tmp_path / 'pool.db'}"
+    arguments = ["ingest", str(source), "--db", db_url, "--batch", "2", "--workers", "2"]
+    result = runner.invoke(pool_app, arguments)
+    assert result.exit_code == 1
+    assert "a worker process stopped (a worker was killed)" in result.output
+    assert "stored up to line 2 (2 accepted)" in result.output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures.process import BrokenProcessPool
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, cast
@@ -151,22 +152,34 @@ def ingest(
         if text.strip()
     ]
     totals = {"accepted": 0, "duplicates": 0, "quarantined": 0}
+    stored_to_line = 0
     with _open(config, db) as store, Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"ingesting {path.name}", total=len(lines))
         chunks = [lines[start : start + batch] for start in range(0, len(lines), batch)]
         texts = ([text for _, text in chunk] for chunk in chunks)
-        for chunk, report in zip(chunks, ingest_batches(store, texts, workers), strict=True):
-            progress.advance(task, len(chunk))
-            totals["accepted"] += report.accepted
-            totals["duplicates"] += report.duplicates
-            totals["quarantined"] += report.quarantined
-            positions = {f"#{index}": number for index, (number, _) in enumerate(chunk)}
-            for point_id, reasons in report.reasons.items():
-                where = f"line {positions[point_id]}" if point_id in positions else point_id
-                console.print(
-                    f"[yellow]quarantined[/] {path} {where}: " + "; ".join(reasons),
-                    soft_wrap=True,
-                )
+        reports = ingest_batches(store, texts, workers)
+        try:
+            for chunk, report in zip(chunks, reports, strict=True):
+                progress.advance(task, len(chunk))
+                stored_to_line = chunk[-1][0]
+                totals["accepted"] += report.accepted
+                totals["duplicates"] += report.duplicates
+                totals["quarantined"] += report.quarantined
+                positions = {f"#{index}": number for index, (number, _) in enumerate(chunk)}
+                for point_id, reasons in report.reasons.items():
+                    where = f"line {positions[point_id]}" if point_id in positions else point_id
+                    console.print(
+                        f"[yellow]quarantined[/] {path} {where}: " + "; ".join(reasons),
+                        soft_wrap=True,
+                    )
+        except BrokenProcessPool as error:
+            console.print(
+                f"[red]a worker process stopped ({error}); {path} is stored up to line "
+                f"{stored_to_line} ({totals['accepted']} accepted): run the command again "
+                "to ingest the rest (points already stored count as duplicates)",
+                soft_wrap=True,
+            )
+            raise typer.Exit(1) from error
     console.print(
         f"{path}: {totals['accepted']} accepted, {totals['duplicates']} duplicates, "
         f"{totals['quarantined']} quarantined"
