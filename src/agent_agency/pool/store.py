@@ -595,13 +595,17 @@ class Store:
         """Validate, anonymize and store points in one transaction, idempotent by id.
 
         A point failing a gate goes to quarantine (scrubbed of PII) with every reason. The report
-        is returned only after the commit: what it counts as accepted is stored.
+        is returned only after the commit: what it counts as accepted is stored. Many batches of
+        JSON text can be prepared in worker processes: `pool.ingest_workers.ingest_batches`.
         """
         with collector_paused():
             return self.commit(prepare_batch(points, self.anonymizer, self.settings))
 
     def commit(self, prepared: PreparedBatch) -> IngestReport:
-        """Store a prepared batch in one transaction; its report, counted after the commit."""
+        """Store a prepared batch in one transaction; its report, counted after the commit.
+
+        Commit each prepared batch once: the report returned is the batch's own, filled in.
+        """
         report = prepared.report
         rejected = list(prepared.rejected)
         with self._engine.begin() as connection:
