@@ -29,13 +29,9 @@ from agent_agency.pool.engine import RawJson  # noqa: E402
 from agent_agency.pool.ingest_workers import ingest_batches  # noqa: E402
 from agent_agency.pool.phone_recognizer import EarlyStopPhoneRecognizer  # noqa: E402
 from agent_agency.pool.pii import clear_scan_cache, find_pii  # noqa: E402
+from agent_agency.pool.prepare import collector_paused, data_point_row  # noqa: E402
 from agent_agency.pool.queries import get_agent_statistics  # noqa: E402
-from agent_agency.pool.store import (  # noqa: E402
-    Store,
-    collector_paused,
-    data_point_row,
-    insert_points,
-)
+from agent_agency.pool.store import Store, insert_points  # noqa: E402
 from agent_agency.pool.validation import (  # noqa: E402
     batch_privacy_reasons,
     free_texts,

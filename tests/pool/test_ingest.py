@@ -13,7 +13,8 @@ from sqlalchemy import func, select
 from agent_agency.config import AnonymizationPolicy, PoolSettings
 from agent_agency.pool import schema
 from agent_agency.pool import store as store_module
-from agent_agency.pool.store import BUDGET_EXHAUSTED, Store, collector_paused
+from agent_agency.pool.prepare import collector_paused
+from agent_agency.pool.store import BUDGET_EXHAUSTED, Store
 from agent_agency.records import DataPoint, utcnow
 
 EMAIL = "jane.doe@example.com"

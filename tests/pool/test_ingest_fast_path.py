@@ -22,14 +22,9 @@ from agent_agency.pool import pii, schema
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.ingest_workers import ingest_batches
 from agent_agency.pool.pii import PRESIDIO_DIGIT_TRIGGERS, PRESIDIO_TRIGGERS, clear_scan_cache
+from agent_agency.pool.prepare import data_point_row, tier_for
 from agent_agency.pool.queries import BatchCriteria, get_batch
-from agent_agency.pool.store import (
-    Store,
-    data_point_row,
-    insert_new,
-    insert_points,
-    tier_for,
-)
+from agent_agency.pool.store import Store, insert_new, insert_points
 from agent_agency.pool.validation import parse_point, privacy_reasons, structural_reasons
 from agent_agency.records import DataPoint, Message, ToolCall, utcnow
 

@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from agent_agency.pool import cli as pool_cli
 from agent_agency.pool.cli import pool_app
-from agent_agency.pool.store import IngestReport, Store
+from agent_agency.pool.prepare import IngestReport
+from agent_agency.pool.store import Store
 
 runner = CliRunner()
 

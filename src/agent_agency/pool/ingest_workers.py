@@ -19,13 +19,13 @@ from concurrent.futures import Future, ProcessPoolExecutor
 
 from agent_agency.config import PoolSettings
 from agent_agency.pool.anonymize import Anonymizer
-from agent_agency.pool.store import (
+from agent_agency.pool.prepare import (
     IngestReport,
     PreparedBatch,
-    Store,
     collector_paused,
     prepare_batch,
 )
+from agent_agency.pool.store import Store
 from agent_agency.pool.tenant_secret import load_tenant_secret
 from agent_agency.pool.validation import RawPoint
 

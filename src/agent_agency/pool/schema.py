@@ -6,6 +6,8 @@ filter and sort on, indexed. Types are portable: JSON becomes JSONB on PostgreSQ
 
 from __future__ import annotations
 
+import hashlib
+
 from sqlalchemy import (
     JSON,
     Boolean,
@@ -219,3 +221,15 @@ privacy_budget = Table(
     Column("epsilon_spent", Float, nullable=False),
     Column("updated_at", Timestamp, nullable=False),
 )
+
+
+def fit_column(value: str, length: int) -> str:
+    """`value` if it fits a column of `length` characters, else its head plus a digest of it.
+
+    Distinct long values stay distinct (the digest covers the whole value); the full value is
+    kept wherever the record's payload is stored.
+    """
+    if len(value) <= length:
+        return value
+    digest = hashlib.sha256(value.encode()).hexdigest()[:32]
+    return f"{value[: length - len(digest) - 1]}~{digest}"

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import gc
-import hashlib
-import json
 import operator
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 from sqlalchemy import Connection, Engine, Table, bindparam, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
@@ -27,15 +23,18 @@ from agent_agency.pool.outcomes import (
     pick_final,
     stored_evaluations,
 )
+from agent_agency.pool.prepare import (
+    IngestReport,
+    PreparedBatch,
+    collector_paused,
+    point_rows,
+    prepare_batch,
+    quarantine_row,
+)
 from agent_agency.pool.reward_noise import RewardNoise
 from agent_agency.pool.tenant_secret import load_tenant_secret
 from agent_agency.pool.timestamps import to_utc
-from agent_agency.pool.validation import (
-    RawPoint,
-    batch_privacy_reasons,
-    parse_point,
-    structural_reasons,
-)
+from agent_agency.pool.validation import RawPoint
 from agent_agency.records import (
     DataPoint,
     Evaluation,
@@ -46,15 +45,6 @@ from agent_agency.records import (
 )
 
 BUDGET_EXHAUSTED = "privacy: rl_labels: privacy budget exhausted for this tenant"
-
-
-class IngestReport(BaseModel):
-    accepted: int = 0
-    duplicates: int = 0
-    quarantined: int = 0
-    reasons: dict[str, list[str]] = Field(
-        default_factory=dict, description="point id (or '#index' when it has none) → reasons"
-    )
 
 
 class AgentTaskSummary(BaseModel):
@@ -145,80 +135,10 @@ def _span_row(span: Span) -> dict[str, Any]:
         "parent_id": span.parent_id,
         "kind": span.kind.value,
         # a display label (a tool name may come from the model): the payload keeps all of it
-        "name": fit_column(span.name, schema.SPAN_NAME_MAX),
+        "name": schema.fit_column(span.name, schema.SPAN_NAME_MAX),
         "timestamp": to_utc(span.start),
         "payload": RawJson(span.model_dump_json()),
     }
-
-
-def tier_for(timestamp: datetime, now: datetime, settings: PoolSettings) -> str:
-    age = now - to_utc(timestamp)
-    return "hot" if age <= timedelta(days=settings.hot_days) else "warm"
-
-
-def data_point_row(point: DataPoint, tier: str) -> dict[str, Any]:
-    return {
-        "id": point.id,
-        "timestamp": to_utc(point.timestamp),
-        "tier": tier,
-        "task_type": point.task.task_type,
-        "agent": point.routing.selected_agent,
-        "tenant": point.tenant_id,
-        "complexity": point.task.complexity.value,
-        "success": point.execution.success,
-        "quality": point.evaluation.quality_score,
-        "reward": point.rl_labels.reward,
-        "latency_ms": point.execution.latency_ms,
-        "tokens": point.execution.tokens_used,
-        "payload": RawJson(point.model_dump_json()),
-    }
-
-
-def fit_column(value: str, length: int) -> str:
-    """`value` if it fits a column of `length` characters, else its head plus a digest of it.
-
-    Distinct long values stay distinct (the digest covers the whole value); the full value is
-    kept wherever the record's payload is stored.
-    """
-    if len(value) <= length:
-        return value
-    digest = hashlib.sha256(value.encode()).hexdigest()[:32]
-    return f"{value[: length - len(digest) - 1]}~{digest}"
-
-
-def _quarantine_row(point_id: str | None, payload: Any, reasons: list[str]) -> dict[str, Any]:
-    document = json.dumps(payload, sort_keys=True, default=str)
-    # The same rejected input quarantined twice is one row: the id is a digest of it.
-    digest = hashlib.sha256(f"{document}|{reasons}".encode()).hexdigest()[:32]
-    return {
-        "id": digest,
-        # the point's own id may be any length (it failed validation); the payload has all of it
-        "point_id": None
-        if point_id is None
-        else fit_column(point_id, schema.QUARANTINE_POINT_ID_MAX),
-        "received_at": utcnow(),
-        "payload": RawJson(document),
-        "reasons": reasons,
-    }
-
-
-def _as_payload(raw: RawPoint) -> Any:
-    """What quarantine keeps of a rejected point (scrubbed of PII before it is stored)."""
-    if isinstance(raw, DataPoint):
-        return raw.model_dump(mode="json")
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except json.JSONDecodeError:
-            return {"unparsed_text": raw}
-    return raw
-
-
-def _raw_id(raw: Any, index: int) -> str:
-    """The point's own id when it has one, else its position in the batch ('#3')."""
-    if isinstance(raw, Mapping) and isinstance(raw.get("id"), str) and raw["id"]:
-        return str(raw["id"])
-    return f"#{index}"
 
 
 def insert_new(connection: Connection, table: Table, rows: list[dict[str, Any]]) -> set[str]:
@@ -297,100 +217,6 @@ def _copy_points_postgresql(connection: Connection, rows: list[dict[str, Any]]) 
         inserted = int(cursor.rowcount)
         cursor.execute("DROP TABLE agency_points_staging")
     return inserted
-
-
-@dataclass
-class PreparedBatch:
-    """A batch after the gates and anonymization, before its transaction (`prepare_batch`).
-
-    Picklable, and small when `rows` is set: worker processes send it back to the process that
-    commits it (`pool.ingest_workers`).
-    """
-
-    report: IngestReport = field(default_factory=IngestReport)
-    ids: list[str] = field(default_factory=list)  # passed every gate, in input order
-    rejected: list[dict[str, Any]] = field(default_factory=list)  # quarantine rows
-    rows: dict[str, dict[str, Any]] | None = None  # by point id; None: built after reward noise
-    points: list[DataPoint] = field(default_factory=list)  # the clean points, when rows is None
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector paused for one batch, then restored if it was on.
-
-    A batch allocates tens of thousands of objects that live until it ends and are then freed by
-    reference counting. With the collector on they are walked by young collections, promoted,
-    and trigger full collections that walk every object the process holds (~100 ms and more
-    once Presidio is loaded): measured at about a third of the cost of ingesting JSON text.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
-def prepare_batch(
-    points: Sequence[RawPoint], anonymizer: Anonymizer, settings: PoolSettings
-) -> PreparedBatch:
-    """The database-free part of ingest: gates, anonymization, quarantine rows, and the data
-    point rows when no reward noise is to be added (noise needs the tenant's ledger)."""
-    prepared = PreparedBatch()
-    # (index, raw input, reasons) of every rejected point, quarantined in input order
-    failures: list[tuple[int, RawPoint, list[str]]] = []
-    passed: list[tuple[int, RawPoint, DataPoint]] = []
-    for index, raw in enumerate(points):
-        point, reasons = parse_point(raw)
-        if point is not None:
-            reasons = structural_reasons(point)
-        if point is not None and not reasons:
-            passed.append((index, raw, point))
-        else:
-            failures.append((index, raw, reasons))
-    # Anonymize the batch at once (each distinct string cleaned once), then the privacy gate
-    # (each distinct string checked once).
-    views = iter(
-        anonymizer.anonymized_views(
-            [point for _, _, point in passed if point.anonymization_policy is None]
-        )
-    )
-    anonymized = [
-        next(views) if point.anonymization_policy is None else point for _, _, point in passed
-    ]
-    clean = []
-    for (index, raw, _), point, reasons in zip(
-        passed, anonymized, batch_privacy_reasons(anonymized), strict=True
-    ):
-        if reasons:
-            failures.append((index, raw, reasons))
-        else:
-            clean.append(point)
-    for index, raw, reasons in sorted(failures, key=lambda failure: failure[0]):
-        raw_payload = _as_payload(raw)
-        point_id = _raw_id(raw_payload, index)
-        prepared.rejected.append(
-            _quarantine_row(point_id, anonymizer.scrub_payload(raw_payload), reasons)
-        )
-        prepared.report.reasons[point_id] = reasons
-    prepared.ids = [point.id for point in clean]
-    if settings.anonymization.reward_noise:
-        prepared.points = clean
-    else:
-        prepared.rows = _point_rows(clean, settings)
-    return prepared
-
-
-def _point_rows(points: list[DataPoint], settings: PoolSettings) -> dict[str, dict[str, Any]]:
-    """Data point rows by point id (the first of a repeated id), in input order."""
-    now = utcnow()
-    rows: dict[str, dict[str, Any]] = {}
-    for point in points:
-        if point.id not in rows:
-            rows[point.id] = data_point_row(point, tier_for(point.timestamp, now, settings))
-    return rows
 
 
 def _fresh_ids(connection: Connection, ids: list[str], report: IngestReport) -> list[str]:
@@ -617,7 +443,7 @@ class Store:
                 noisy = self._add_reward_noise(
                     connection, [first[point_id] for point_id in fresh], rejected, report
                 )
-                rows = list(_point_rows(noisy, self.settings).values())
+                rows = list(point_rows(noisy, self.settings).values())
             else:
                 rows = [prepared.rows[point_id] for point_id in fresh]
             report.accepted = insert_points(connection, rows)
@@ -665,7 +491,7 @@ class Store:
             cost = self._noise.epsilon_for(1 + len(labels.turn_rewards))
             if spent[point.tenant_id] + cost > budget:
                 payload = point.model_dump(mode="json")
-                rejected.append(_quarantine_row(point.id, payload, [BUDGET_EXHAUSTED]))
+                rejected.append(quarantine_row(point.id, payload, [BUDGET_EXHAUSTED]))
                 report.reasons[point.id] = [BUDGET_EXHAUSTED]
                 continue
             spent[point.tenant_id] += cost
