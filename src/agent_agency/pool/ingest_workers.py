@@ -56,7 +56,9 @@ def ingest_batches(
 
     With `workers` > 1, that many processes (started here, stopped when the iterator ends or is
     closed) prepare the batches while this one commits them. A batch is acknowledged only by its
-    report: if a worker dies, the batches already reported are stored and the error is raised.
+    report: if a worker dies, the batches already reported are stored and `BrokenProcessPool` is
+    raised. The workers are spawned (they import the calling script's main module again), so a
+    script that calls this must run its work under `if __name__ == "__main__":`.
     """
     if workers < 1:
         raise ValueError(f"workers: must be at least 1, got {workers}")
