@@ -20,7 +20,7 @@ from sqlalchemy import select
 from agent_agency.config import AnonymizationPolicy, PoolSettings
 from agent_agency.pool import pii, schema
 from agent_agency.pool.anonymize import Anonymizer
-from agent_agency.pool.ingest_workers import ingest_batches
+from agent_agency.pool.ingest_workers import ingest_batches, prepare_as_worker
 from agent_agency.pool.pii import PRESIDIO_DIGIT_TRIGGERS, PRESIDIO_TRIGGERS, clear_scan_cache
 from agent_agency.pool.prepare import data_point_row, tier_for
 from agent_agency.pool.queries import BatchCriteria, get_batch
@@ -225,6 +225,44 @@ def test_worker_processes_store_what_ingest_in_process_stores(tmp_path: Path) ->
     assert in_process[-1].duplicates > 0
     assert worker_rows == rows
     assert worker_quarantined == quarantined
+
+
+def test_rows_bound_in_a_worker_store_what_ingest_stores(tmp_path: Path) -> None:
+    """A worker binds a SQLite store's rows for its INSERT: the committing process stores the
+    same rows, counts the same duplicates, and never binds them again."""
+    batch = _batch()
+    stored = []
+    for bind in (False, True):
+        with Store.open(f"sqlite:///{tmp_path / f'bound-{bind}.db'}") as store:
+            clear_scan_cache()
+            first = copy.deepcopy(batch)
+            prepared = prepare_as_worker(
+                first, store.anonymizer, store.settings, bind_for_sqlite=bind
+            )
+            assert (prepared.sqlite_parameters is not None) is bind
+            assert (prepared.rows is None) is bind
+            report = store.commit(prepared)
+            again = store.commit(
+                prepare_as_worker(first, store.anonymizer, store.settings, bind_for_sqlite=bind)
+            )
+            stored.append((report.model_dump(), again.model_dump(), _stored_rows(store)))
+    assert stored[0] == stored[1]
+    assert stored[1][1]["accepted"] == 0 and stored[1][1]["duplicates"] > 0
+
+
+def test_rows_bound_for_sqlite_are_refused_by_another_database(db_url: str) -> None:
+    with Store.open(db_url) as store:
+        prepared = prepare_as_worker(
+            [make_point("a")], store.anonymizer, store.settings, bind_for_sqlite=True
+        )
+        if store.engine.dialect.name == "sqlite":
+            assert store.commit(prepared).accepted == 1
+            return
+        with pytest.raises(
+            ValueError, match="rows bound for SQLite cannot be inserted into postgresql"
+        ):
+            store.commit(prepared)
+        assert _stored_rows(store) == []
 
 
 def test_ingest_batches_names_a_bad_worker_count(store: Store) -> None:

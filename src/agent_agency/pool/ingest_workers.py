@@ -16,6 +16,7 @@ import multiprocessing
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
 
 from agent_agency.config import PoolSettings
 from agent_agency.pool.anonymize import Anonymizer
@@ -25,28 +26,55 @@ from agent_agency.pool.prepare import (
     collector_paused,
     prepare_batch,
 )
-from agent_agency.pool.store import Store
+from agent_agency.pool.store import Store, sqlite_point_parameters
 from agent_agency.pool.tenant_secret import load_tenant_secret
 from agent_agency.pool.validation import RawPoint
 
 AHEAD_PER_WORKER = 2  # batches prepared ahead of the commits, per worker (bounds memory)
 
-# The worker process's own anonymizer and settings, set once when it starts.
-_worker: tuple[Anonymizer, PoolSettings] | None = None
+
+@dataclass(frozen=True)
+class _Worker:
+    """A worker process's own anonymizer and settings, set once when it starts."""
+
+    anonymizer: Anonymizer
+    settings: PoolSettings
+    bind_for_sqlite: bool  # the store is SQLite: rows leave the worker bound for its INSERT
 
 
-def _start_worker(settings: PoolSettings, secret: bytes) -> None:
+_worker: _Worker | None = None
+
+
+def _start_worker(settings: PoolSettings, secret: bytes, bind_for_sqlite: bool) -> None:
     global _worker
-    phone_regions = tuple(settings.pii_phone_regions)
-    _worker = (Anonymizer(settings.anonymization, secret, phone_regions), settings)
+    anonymizer = Anonymizer(settings.anonymization, secret, tuple(settings.pii_phone_regions))
+    _worker = _Worker(anonymizer, settings, bind_for_sqlite)
+
+
+def prepare_as_worker(
+    points: Sequence[RawPoint],
+    anonymizer: Anonymizer,
+    settings: PoolSettings,
+    *,
+    bind_for_sqlite: bool,
+) -> PreparedBatch:
+    """A batch prepared as a worker process sends it back: with the collector paused, and with
+    its rows bound for SQLite's INSERT when the store is SQLite (the committing process then only
+    runs the INSERT)."""
+    with collector_paused():
+        prepared = prepare_batch(points, anonymizer, settings)
+        if bind_for_sqlite and prepared.rows is not None:
+            prepared.sqlite_parameters = sqlite_point_parameters(prepared.rows.values())
+            prepared.rows = None
+    return prepared
 
 
 def _prepare_in_worker(points: list[RawPoint]) -> PreparedBatch:
     if _worker is None:
         raise RuntimeError("_prepare_in_worker runs only in a process started by ingest_batches")
-    anonymizer, settings = _worker
-    with collector_paused():
-        return prepare_batch(points, anonymizer, settings)
+    return prepare_as_worker(
+        points, _worker.anonymizer, _worker.settings, bind_for_sqlite=_worker.bind_for_sqlite
+    )
 
 
 def ingest_batches(
@@ -71,7 +99,7 @@ def ingest_batches(
         max_workers=workers,
         mp_context=multiprocessing.get_context("spawn"),  # no fork of a threaded process
         initializer=_start_worker,
-        initargs=(store.settings, secret),
+        initargs=(store.settings, secret, store.engine.dialect.name == "sqlite"),
     ) as executor:
         pending: deque[Future[PreparedBatch]] = deque()
         for batch in batches:

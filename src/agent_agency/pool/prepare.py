@@ -107,15 +107,18 @@ def _raw_id(raw: Any, index: int) -> str:
 class PreparedBatch:
     """A batch after the gates and anonymization, before its transaction (`prepare_batch`).
 
-    Picklable, and small when `rows` is set: worker processes send it back to the process that
-    commits it (`pool.ingest_workers`).
+    Picklable, and small once its rows are built: worker processes send it back to the process
+    that commits it (`pool.ingest_workers`). The clean points end up in one of three forms:
+    `points` (reward noise is still to be added: it needs the tenant's ledger), `rows`, or
+    `sqlite_parameters` (the rows bound for SQLite by a worker: `store.sqlite_point_parameters`).
     """
 
     report: IngestReport = field(default_factory=IngestReport)
     ids: list[str] = field(default_factory=list)  # passed every gate, in input order
     rejected: list[dict[str, Any]] = field(default_factory=list)  # quarantine rows
-    rows: dict[str, dict[str, Any]] | None = None  # by point id; None: built after reward noise
-    points: list[DataPoint] = field(default_factory=list)  # the clean points, when rows is None
+    rows: dict[str, dict[str, Any]] | None = None  # by point id (each id once)
+    sqlite_parameters: list[tuple[Any, ...]] | None = None  # `rows` bound for SQLite, rows None
+    points: list[DataPoint] = field(default_factory=list)  # when rows are built after noise
 
 
 @contextmanager

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -15,7 +15,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from agent_agency.config import PoolSettings
 from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer
-from agent_agency.pool.engine import RawJson, make_engine
+from agent_agency.pool.engine import RawJson, make_engine, serialize_json
 from agent_agency.pool.migrate import migrate
 from agent_agency.pool.outcomes import (
     final_evaluations,
@@ -162,8 +162,7 @@ _SQLITE_INSERT_POINTS = (
 def insert_points(connection: Connection, rows: list[dict[str, Any]]) -> int:
     """Insert data point rows whose id is not stored yet; how many were inserted.
 
-    On SQLite one DBAPI executemany, each value passed through its column type's own bind
-    processor (so the stored values are exactly what a SQLAlchemy insert stores); on PostgreSQL
+    On SQLite one DBAPI executemany (`sqlite_point_parameters`); on PostgreSQL
     through psycopg 3, one COPY into a staging table and one INSERT … SELECT from it; elsewhere
     `insert_new`.
     """
@@ -171,27 +170,41 @@ def insert_points(connection: Connection, rows: list[dict[str, Any]]) -> int:
         return 0
     dialect = connection.dialect
     if dialect.name == "sqlite":
-        return _insert_points_sqlite(connection, rows)
+        return insert_sqlite_parameters(connection, sqlite_point_parameters(rows))
     if dialect.name == "postgresql" and dialect.driver == "psycopg":
         return _copy_points_postgresql(connection, rows)
     return len(insert_new(connection, schema.data_points, rows))
 
 
-def _insert_points_sqlite(connection: Connection, rows: list[dict[str, Any]]) -> int:
-    dialect = connection.dialect
-    processors = [
-        (index, processor)
-        for index, column in enumerate(schema.data_points.columns)
-        if (processor := column.type.dialect_impl(dialect).bind_processor(dialect)) is not None
-    ]
-    values = []
+_SQLITE = sqlite.dialect(json_serializer=serialize_json)  # as `make_engine` configures SQLite
+_SQLITE_BIND_PROCESSORS = [
+    (index, processor)
+    for index, column in enumerate(schema.data_points.columns)
+    if (processor := column.type.dialect_impl(_SQLITE).bind_processor(_SQLITE)) is not None
+]
+
+
+def sqlite_point_parameters(rows: Iterable[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """Data point rows as parameters of SQLite's INSERT: in column order, each value passed
+    through its column type's own SQLAlchemy bind processor (so the stored values are exactly
+    what a SQLAlchemy insert stores). Needs no connection: worker processes do it."""
+    parameters = []
     for row in rows:
-        value = list(_DATA_POINT_VALUES(row))
-        for index, process in processors:
-            value[index] = process(value[index])
-        values.append(tuple(value))
-    result = connection.exec_driver_sql(_SQLITE_INSERT_POINTS, values)
-    return int(result.rowcount)
+        values = list(_DATA_POINT_VALUES(row))
+        for index, process in _SQLITE_BIND_PROCESSORS:
+            values[index] = process(values[index])
+        parameters.append(tuple(values))
+    return parameters
+
+
+def insert_sqlite_parameters(connection: Connection, parameters: list[tuple[Any, ...]]) -> int:
+    """Insert `sqlite_point_parameters` whose id is not stored yet, in one DBAPI executemany;
+    how many were inserted."""
+    if connection.dialect.name != "sqlite":
+        raise ValueError(f"rows bound for SQLite cannot be inserted into {connection.dialect.name}")
+    if not parameters:
+        return 0
+    return int(connection.exec_driver_sql(_SQLITE_INSERT_POINTS, parameters).rowcount)
 
 
 # Created and dropped inside the batch's transaction (a failed batch rolls both back), so it
@@ -435,8 +448,17 @@ class Store:
         report = prepared.report
         rejected = list(prepared.rejected)
         with self._engine.begin() as connection:
-            fresh = _fresh_ids(connection, prepared.ids, report)
-            if prepared.rows is None:
+            # Prepared rows hold each id once, and the INSERT skips the ids already stored
+            # (ON CONFLICT DO NOTHING): every other id counts as a duplicate.
+            if prepared.sqlite_parameters is not None:
+                report.accepted = insert_sqlite_parameters(connection, prepared.sqlite_parameters)
+                report.duplicates += len(prepared.ids) - report.accepted
+            elif prepared.rows is not None:
+                report.accepted = insert_points(connection, list(prepared.rows.values()))
+                report.duplicates += len(prepared.ids) - report.accepted
+            else:
+                # Noise only for points not stored yet: a duplicate must not spend the tenant's ε.
+                fresh = _fresh_ids(connection, prepared.ids, report)
                 first: dict[str, DataPoint] = {}
                 for point in prepared.points:
                     first.setdefault(point.id, point)
@@ -444,10 +466,8 @@ class Store:
                     connection, [first[point_id] for point_id in fresh], rejected, report
                 )
                 rows = list(point_rows(noisy, self.settings).values())
-            else:
-                rows = [prepared.rows[point_id] for point_id in fresh]
-            report.accepted = insert_points(connection, rows)
-            report.duplicates += len(rows) - report.accepted
+                report.accepted = insert_points(connection, rows)
+                report.duplicates += len(rows) - report.accepted
             if rejected:
                 statement = dialect_insert(connection, schema.quarantine)
                 connection.execute(statement.on_conflict_do_nothing(), rejected)
