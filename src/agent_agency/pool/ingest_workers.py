@@ -1,8 +1,9 @@
 """Ingest with batches prepared in worker processes and committed by this one, in order.
 
-Preparing a batch (parsing, the gates, anonymization, the privacy gate, the rows' JSON) is CPU
-work in Python that holds the GIL, and most of ingest's cost; committing it is the rest. With
-several processes preparing while this one commits, ingest scales with the cores there are.
+Preparing a batch (parsing, the gates, anonymization, the privacy gate, the rows' JSON and, for
+SQLite, their INSERT parameters) is CPU work in Python that holds the GIL, and most of ingest's
+cost; committing it is the rest. With several processes preparing while this one commits, ingest
+scales with the cores there are, up to the rate one process commits at.
 
 Batches travel to the workers pickled: JSON text (what `agency pool ingest` reads) or decoded
 JSON costs next to nothing to send. A `DataPoint` costs about as much to pickle as to prepare
