@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from agent_agency.pool import cli as pool_cli
 from agent_agency.pool.cli import pool_app
+from agent_agency.pool.ingest_workers import AUTO_MAX_WORKERS, AUTO_MIN_POINTS, auto_workers
 from agent_agency.pool.prepare import IngestReport
 from agent_agency.pool.store import Store
 
@@ -81,8 +82,65 @@ def test_cli_ingest_with_worker_processes(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "points.jsonl line 6: type: (point): not valid JSON" in result.output
     assert "5 accepted, 1 duplicates, 1 quarantined" in result.output
-    result = runner.invoke(pool_app, [*arguments[:-1], "0"])
-    assert result.exit_code != 0 and "--workers" in result.output
+    for bad in ("0", "-1", "two"):
+        result = runner.invoke(pool_app, [*arguments[:-1], bad], env={"COLUMNS": "200"})
+        assert result.exit_code == 2
+        assert f"--workers: expected a whole number of at least 1 or 'auto', got '{bad}'" in (
+            result.output
+        )
+
+
+def test_cli_ingest_picks_workers_by_file_size_and_cores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chosen: list[int] = []
+    real_ingest_batches = pool_cli.ingest_batches
+
+    def recording(
+        store: Store, batches: Iterable[list[str]], workers: int
+    ) -> Iterator[IngestReport]:
+        chosen.append(workers)
+        return real_ingest_batches(store, batches, 1)  # the choice is under test, not the workers
+
+    monkeypatch.setattr(pool_cli, "ingest_batches", recording)
+    monkeypatch.setattr(pool_cli, "usable_cores", lambda: 8)
+    source = tmp_path / "points.jsonl"
+    source.write_text("\n".join(make_point(f"p{i}").model_dump_json() for i in range(3)) + "\n")
+    db_url = f"sqlite:///{tmp_path / 'pool.db'}"
+    result = runner.invoke(pool_app, ["ingest", str(source), "--db", db_url])  # auto: small file
+    assert result.exit_code == 0, result.output
+    monkeypatch.setattr(pool_cli, "auto_workers", lambda lines, cores: 3 if lines == 3 else 0)
+    result = runner.invoke(pool_app, ["ingest", str(source), "--db", db_url, "--workers", "auto"])
+    assert result.exit_code == 0, result.output
+    assert "preparing batches in 3 worker processes" in result.output
+    assert chosen == [1, 3]
+
+
+def test_auto_workers_only_for_large_inputs_and_spare_cores() -> None:
+    assert auto_workers(AUTO_MIN_POINTS - 1, 16) == 1
+    assert auto_workers(AUTO_MIN_POINTS, 1) == 1
+    assert auto_workers(AUTO_MIN_POINTS, 2) == 2
+    assert auto_workers(AUTO_MIN_POINTS, 4) == 3
+    assert auto_workers(AUTO_MIN_POINTS, 64) == AUTO_MAX_WORKERS
+
+
+def test_cli_ingest_skips_and_reports_lines_that_are_not_utf8(tmp_path: Path) -> None:
+    source = tmp_path / "points.jsonl"
+    good = [make_point(f"p{i}").model_dump_json().encode() for i in range(2)]
+    source.write_bytes(good[0] + b"\n\xff\xfe not text\n" + good[1] + b"\n")
+    db_url = f"sqlite:///{tmp_path / 'pool.db'}"
+    result = runner.invoke(pool_app, ["ingest", str(source), "--db", db_url])
+    assert result.exit_code == 0, result.output
+    assert "points.jsonl line 2: not UTF-8 text (invalid start byte at byte 1)" in result.output
+    assert "2 accepted, 0 duplicates, 0 quarantined, 1 unreadable lines skipped" in result.output
+
+
+def test_cli_ingest_names_a_path_that_is_no_file(tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'pool.db'}"
+    result = runner.invoke(pool_app, ["ingest", str(tmp_path / "missing.jsonl"), "--db", db_url])
+    assert result.exit_code == 2 and "does not exist" in result.output
+    result = runner.invoke(pool_app, ["ingest", str(tmp_path), "--db", db_url])
+    assert result.exit_code == 2 and "is not a file" in result.output
 
 
 def test_cli_ingest_says_where_to_resume_when_a_worker_dies(

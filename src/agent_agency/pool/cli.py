@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections import deque
+from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
 from datetime import timedelta
 from pathlib import Path
@@ -16,7 +18,15 @@ from sqlalchemy import select
 
 from agent_agency.cli_options import ConfigOption, DbOption, load_settings
 from agent_agency.pool import schema
-from agent_agency.pool.ingest_workers import ingest_batches
+from agent_agency.pool.ingest_workers import (
+    AUTO_MAX_WORKERS,
+    AUTO_MIN_POINTS,
+    auto_workers,
+    ingest_batches,
+    usable_cores,
+)
+from agent_agency.pool.jsonl_batches import LineBatch, count_lines, read_batches
+from agent_agency.pool.prepare import IngestReport
 from agent_agency.pool.queries import (
     AggregateBy,
     collection_metrics,
@@ -128,6 +138,17 @@ def compact(db: DbOption = None, config: ConfigOption = None) -> None:
     console.print(report.model_dump())
 
 
+def _workers(value: str, lines: int) -> int:
+    """`--workers`: a positive whole number, or 'auto' (`auto_workers` for the file's size)."""
+    if value == "auto":
+        return auto_workers(lines, usable_cores())
+    if not value.isdigit() or int(value) < 1:
+        raise typer.BadParameter(
+            f"--workers: expected a whole number of at least 1 or 'auto', got {value!r}"
+        )
+    return int(value)
+
+
 @pool_app.command()
 def ingest(
     path: Annotated[Path, typer.Argument(help="JSON Lines file, one data point per line")],
@@ -135,43 +156,47 @@ def ingest(
     config: ConfigOption = None,
     batch: Annotated[int, typer.Option(min=1, help="data points per transaction")] = 1000,
     workers: Annotated[
-        int,
+        str,
         typer.Option(
-            min=1,
-            help="processes preparing batches while this one stores them; each takes a few "
-            "seconds to start, so use them for large files on machines with cores to spare",
+            help="processes preparing batches while this one stores them, or 'auto': one per "
+            f"core besides this one's (at most {AUTO_MAX_WORKERS}) for files of "
+            f"{AUTO_MIN_POINTS:,} lines or more, else none (each takes seconds to start)",
         ),
-    ] = 1,
+    ] = "auto",
 ) -> None:
-    """Validate, anonymize and store data points; rejected ones go to quarantine."""
+    """Validate, anonymize and store data points; rejected ones go to quarantine.
+
+    The file is read a batch at a time; a line that is not UTF-8 text is reported and skipped.
+    """
     if not path.exists():
         raise typer.BadParameter(f"path: {path} does not exist")
-    lines = [
-        (number, text)
-        for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
-        if text.strip()
-    ]
-    totals = {"accepted": 0, "duplicates": 0, "quarantined": 0}
+    if not path.is_file():
+        raise typer.BadParameter(f"path: {path} is not a file")
+    total_lines = count_lines(path)
+    processes = _workers(workers, total_lines)
+    if processes > 1:
+        console.print(f"preparing batches in {processes} worker processes", highlight=False)
+    totals = {"accepted": 0, "duplicates": 0, "quarantined": 0, "unreadable": 0}
     stored_to_line = 0
     with _open(config, db) as store, Progress(console=console, transient=True) as progress:
-        task = progress.add_task(f"ingesting {path.name}", total=len(lines))
-        chunks = [lines[start : start + batch] for start in range(0, len(lines), batch)]
-        texts = ([text for _, text in chunk] for chunk in chunks)
-        reports = ingest_batches(store, texts, workers)
+        task = progress.add_task(f"ingesting {path.name}", total=total_lines)
+        read: deque[LineBatch] = deque()  # batches handed to ingest, not yet reported
+
+        def texts() -> Iterator[list[str]]:
+            for line_batch in read_batches(path, batch):
+                read.append(line_batch)
+                yield line_batch.texts
+
         try:
-            for chunk, report in zip(chunks, reports, strict=True):
-                progress.advance(task, len(chunk))
-                stored_to_line = chunk[-1][0]
+            for report in ingest_batches(store, texts(), processes):
+                chunk = read.popleft()
+                progress.update(task, completed=chunk.last_line)
+                stored_to_line = chunk.last_line
                 totals["accepted"] += report.accepted
                 totals["duplicates"] += report.duplicates
                 totals["quarantined"] += report.quarantined
-                positions = {f"#{index}": number for index, (number, _) in enumerate(chunk)}
-                for point_id, reasons in report.reasons.items():
-                    where = f"line {positions[point_id]}" if point_id in positions else point_id
-                    console.print(
-                        f"[yellow]quarantined[/] {path} {where}: " + "; ".join(reasons),
-                        soft_wrap=True,
-                    )
+                totals["unreadable"] += len(chunk.unreadable)
+                _print_rejections(path, chunk, report)
         except BrokenProcessPool as error:
             console.print(
                 f"[red]a worker process stopped ({error}); {path} is stored up to line "
@@ -183,6 +208,19 @@ def ingest(
     console.print(
         f"{path}: {totals['accepted']} accepted, {totals['duplicates']} duplicates, "
         f"{totals['quarantined']} quarantined"
-        + (" (see `agency pool quarantine`)" if totals["quarantined"] else ""),
+        + (" (see `agency pool quarantine`)" if totals["quarantined"] else "")
+        + (f", {totals['unreadable']} unreadable lines skipped" if totals["unreadable"] else ""),
         soft_wrap=True,
     )
+
+
+def _print_rejections(path: Path, chunk: LineBatch, report: IngestReport) -> None:
+    """A batch's quarantined points, then its unreadable lines."""
+    positions = {f"#{index}": number for index, (number, _) in enumerate(chunk.lines)}
+    for point_id, reasons in report.reasons.items():
+        where = f"line {positions[point_id]}" if point_id in positions else point_id
+        console.print(
+            f"[yellow]quarantined[/] {path} {where}: " + "; ".join(reasons), soft_wrap=True
+        )
+    for number, reason in chunk.unreadable:
+        console.print(f"[yellow]skipped[/] {path} line {number}: {reason}", soft_wrap=True)

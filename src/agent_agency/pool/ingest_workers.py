@@ -14,6 +14,7 @@ here, with `Store.ingest`.
 from __future__ import annotations
 
 import multiprocessing
+import os
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -32,6 +33,31 @@ from agent_agency.pool.tenant_secret import load_tenant_secret
 from agent_agency.pool.validation import RawPoint
 
 AHEAD_PER_WORKER = 2  # batches prepared ahead of the commits, per worker (bounds memory)
+# `auto_workers`: below this many points, starting workers (seconds) costs more than they save.
+# Measured on 2 cores: 5,800 points/s in one process, 10,000/s with 2 workers after 3.8 s.
+AUTO_MIN_POINTS = 50_000
+# One committing process stores what about 4–5 workers prepare (32,000 against 6,700 points/s).
+AUTO_MAX_WORKERS = 4
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS and Windows
+        return os.cpu_count() or 1
+
+
+def auto_workers(points: int, cores: int) -> int:
+    """How many processes should prepare `points` on `cores` cores (1: this one alone).
+
+    Workers pay off for large inputs only (`AUTO_MIN_POINTS`). Then one per core besides the
+    committing process's, at least 2 (the committing process needs a fraction of a core: 2
+    workers beat this process alone even on 2 cores) and at most `AUTO_MAX_WORKERS`.
+    """
+    if points < AUTO_MIN_POINTS or cores < 2:
+        return 1
+    return max(2, min(cores - 1, AUTO_MAX_WORKERS))
 
 
 @dataclass(frozen=True)
