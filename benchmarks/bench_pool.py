@@ -9,6 +9,9 @@ import math
 import os
 import pickle
 import random
+import re
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -233,6 +236,34 @@ def _ingest_text_once(path: Path, batches: list[list[str]], workers: int) -> tup
             first = first or time.perf_counter()
         end, cpu = time.perf_counter(), time.process_time() - start_cpu
     return n / (end - start), (n - batch) / (end - first), first - start, cpu / n * 1e6
+
+
+def bench_cli_ingest(tmp: Path, n: int) -> tuple[float, str]:
+    """`agency pool ingest FILE` with its defaults (`--workers auto`) on `n` lines of JSON text:
+    points/s by wall clock for the whole command (interpreter start, imports and workers
+    included), of `REPEATS` runs the median, and the line saying how many workers it started."""
+    agency = shutil.which("agency")
+    if agency is None:
+        raise RuntimeError("the agency command is not installed: pip install -e .")
+    source = tmp / "cli-points.jsonl"
+    with source.open("w", encoding="utf-8") as file:
+        for i in range(n):
+            file.write(realistic_point(i, pii=i % 10 == 0).model_dump_json() + "\n")
+    runs = []
+    workers_line = ""
+    for run in range(REPEATS):
+        start = time.perf_counter()
+        done = subprocess.run(
+            [agency, "pool", "ingest", str(source), "--db", str(tmp / f"cli-{run}.db")],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        runs.append(n / (time.perf_counter() - start))
+        assert f"{n} accepted, 0 duplicates, 0 quarantined" in done.stdout, done.stdout
+        match = re.search(r"preparing batches in \d+ worker processes", done.stdout)
+        workers_line = match.group() if match else "no workers"
+    return sorted(runs)[REPEATS // 2], workers_line
 
 
 def bench_commit_ceiling(tmp: Path, n: int, batch: int) -> tuple[float, float, float]:
@@ -535,6 +566,7 @@ def main() -> None:
         us_rates = bench_ingest(f"sqlite:///{tmp / 'ingest_us.db'}", 20_000, 1000, us_only)
         text_runs = {w: bench_ingest_text(tmp, TEXT_POINTS, 1000, w) for w in (1, 2)}
         ceiling, commit_us, prepare_us = bench_commit_ceiling(tmp, TEXT_POINTS, 1000)
+        cli_rate, cli_workers = bench_cli_ingest(tmp, TEXT_POINTS)
         pg = postgres_url()
         pg_rates = bench_ingest(pg, 20_000, 1000) if pg else None
         per_point = bench_storage(tmp, 5_000)
@@ -639,6 +671,11 @@ batch's INSERT and commit, in order. {TEXT_POINTS:,} points as JSON text, batche
 median of {REPEATS} runs:
 
 {chr(10).join(text_rows)}
+
+The command a user runs, `agency pool ingest FILE` with its defaults (`--workers auto`; it said
+"{cli_workers}"), ingests the same {TEXT_POINTS:,} lines from a file at **{cli_rate:,.0f}
+points/s** by wall clock for the whole command, interpreter start and imports included (median of
+{REPEATS} runs).
 
 Here the workers and the committing process share 2 cores: the rate is bounded by the total CPU a
 point costs. Where there are cores enough, the bound is the committing process. Measured on its
