@@ -10,6 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from agent_agency.cli import app, parse_since
+from agent_agency.pool.store import Store
 
 runner = CliRunner()
 
@@ -124,9 +125,40 @@ def test_unknown_agent_on_the_command_line(workdir: Path) -> None:
 
 
 def test_stats_on_an_empty_database(workdir: Path) -> None:
+    Store.open("sqlite:///empty.db").close()
     result = runner.invoke(app, ["stats", "--db", "empty.db"])
     assert result.exit_code == 0
     assert "No recorded executions" in result.output
+
+
+@pytest.mark.parametrize("command", [["stats"], ["pool", "stats"], ["pool", "quarantine"]])
+def test_reading_commands_name_a_missing_database_and_create_none(
+    workdir: Path, command: list[str]
+) -> None:
+    result = runner.invoke(app, [*command, "--db", "missing.db"])
+    assert result.exit_code == 2
+    assert "no database at missing.db" in result.output
+    assert not (workdir / "missing.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("db", "reason"),
+    [
+        ("foo://bar", "Can't load plugin: sqlalchemy.dialects:foo"),
+        ("postgresql+psycopg://someone:secret@127.0.0.1:1/x", "Connection refused"),
+        ("no-such-dir/x.db", "unable to open database file"),
+    ],
+)
+def test_a_database_that_cannot_be_opened_is_named_without_a_traceback(
+    workdir: Path, db: str, reason: str
+) -> None:
+    source = workdir / "points.jsonl"
+    source.write_text("{}\n")
+    result = runner.invoke(app, ["pool", "ingest", str(source), "--db", db])
+    assert result.exit_code == 2, result.output
+    assert "storage.url: cannot open" in result.output and reason in result.output
+    assert "secret" not in result.output  # the password is hidden
+    assert isinstance(result.exception, SystemExit)  # no traceback
 
 
 def test_parse_since_accepts_durations_and_dates() -> None:

@@ -23,6 +23,7 @@ from agent_agency.cli_options import (
     err_console,
     fail,
     load_settings,
+    open_store,
 )
 from agent_agency.config import ConfigError, parse_config
 from agent_agency.pool.cli import pool_app
@@ -93,6 +94,7 @@ def run(
         prepared = request.prepare()
     except (ValueError, OSError) as error:
         raise fail(error) from None
+    open_store(settings).close()  # a database that cannot be opened fails before any task runs
 
     console.print(
         f"Running [bold]{len(prepared.tasks)}[/bold] tasks on agents "
@@ -145,11 +147,10 @@ def replay(
 ) -> None:
     """Store records a run could not write (spilled to agency-unwritten-*.jsonl) into the pool."""
     from agent_agency.caws.audit import AuditLog
-    from agent_agency.pool.store import Store
     from agent_agency.tracking.tracker import replay_spill
 
     settings = load_settings(config, db)
-    with Store.open(settings.storage.url, settings.pool) as store:
+    with open_store(settings) as store:
         try:
             replayed = replay_spill(path, store, AuditLog(store.engine))
         except ValueError as error:
@@ -194,11 +195,10 @@ def stats(
     """
     from agent_agency.caws.judges import judge_agreement
     from agent_agency.pool.queries import get_evaluations
-    from agent_agency.pool.store import Store
 
     settings = load_settings(config, db)
     start = parse_since(since)
-    store = Store.open(settings.storage.url, settings.pool)
+    store = open_store(settings, create=False)
     try:
         rows = store.agent_task_summary(since=start)
         judges = judge_agreement(get_evaluations(store, since=start))

@@ -4,12 +4,15 @@ name, and printing an error that exits with status 2."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from agent_agency.config import AgencyConfig, ConfigError, load_config, parse_config
+
+if TYPE_CHECKING:
+    from agent_agency.pool.store import Store
 
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
@@ -55,3 +58,57 @@ def load_settings(config: Path | None, db: str | None = None) -> AgencyConfig:
         )
     except ConfigError as error:
         raise fail(error) from None
+
+
+def missing_sqlite_file(url: str) -> Path | None:
+    """The file of a SQLite `url` when it does not exist yet (connecting would create it)."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return None
+    if database.startswith("file:"):  # a SQLite URI: its own rules decide
+        return None
+    path = Path(database)
+    return None if path.exists() else path
+
+
+def open_store(settings: AgencyConfig, *, create: bool = True) -> Store:
+    """The configured pool, connected and migrated; a database that cannot be opened exits 2
+    naming it and why. Commands that only read pass `create=False`: a SQLite file that does not
+    exist is then an error, not a new empty database."""
+    from alembic.util.exc import CommandError
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+    from agent_agency.pool.store import Store
+
+    url = settings.storage.url
+    try:
+        shown = make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        raise fail(f"storage.url: {url!r} is not a database URL") from None
+    missing = missing_sqlite_file(url)
+    if missing is not None and not create:
+        raise fail(
+            f"storage.url: no database at {missing} (from {shown}); run `agency run` first, "
+            "or name one with --db"
+        )
+    try:
+        return Store.open(url, settings.pool)
+    except (SQLAlchemyError, CommandError) as error:
+        raise cannot_open(url, error) from None
+
+
+def cannot_open(url: str, error: Exception) -> typer.Exit:
+    """The error for a database that failed to connect or migrate: its URL (password hidden) and
+    the driver's first line."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import DBAPIError
+
+    reason = str(error.orig if isinstance(error, DBAPIError) else error).strip()
+    shown = make_url(url).render_as_string(hide_password=True)
+    return fail(
+        f"storage.url: cannot open {shown}: {(reason or type(error).__name__).splitlines()[0]}"
+    )

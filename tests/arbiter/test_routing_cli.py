@@ -174,6 +174,8 @@ def test_evaluate_names_simulated_agents(tmp_path: Path) -> None:
 def test_evaluate_on_an_empty_database_reports_clearly_and_closes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    Store.open(url).close()  # migrated, with no decisions
     closed: list[Store] = []
     original = Store.close
 
@@ -182,7 +184,6 @@ def test_evaluate_on_an_empty_database_reports_clearly_and_closes_it(
         original(self)
 
     monkeypatch.setattr(Store, "close", close)
-    url = f"sqlite:///{tmp_path / 'empty.db'}"
     result = CliRunner().invoke(
         routing_app,
         ["evaluate", "--policy", "ucb1", "--db", url, "--config", str(_config(tmp_path))],
@@ -191,3 +192,14 @@ def test_evaluate_on_an_empty_database_reports_clearly_and_closes_it(
     assert "No logged decisions with outcomes" in result.output
     assert isinstance(result.exception, SystemExit)  # no traceback
     assert len(closed) == 1
+
+
+def test_evaluate_names_a_database_that_does_not_exist_and_creates_none(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.db"
+    result = CliRunner().invoke(
+        routing_app,
+        ["evaluate", "--policy", "ucb1", "--db", str(missing), "--config", str(_config(tmp_path))],
+    )
+    assert result.exit_code == 2
+    assert f"no database at {missing}" in result.output
+    assert not missing.exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -153,5 +154,14 @@ def test_cli_verify_reports_intact_and_broken_chains(db_url: str, engine: Engine
 
 
 def test_cli_verify_without_the_table(tmp_path: Path) -> None:
-    result = CliRunner().invoke(audit_app, ["verify", "--db", f"sqlite:///{tmp_path / 'empty.db'}"])
+    path = tmp_path / "empty.db"
+    sqlite3.connect(path).close()  # a database file with no tables
+    result = CliRunner().invoke(audit_app, ["verify", "--db", f"sqlite:///{path}"])
     assert result.exit_code == 2 and "audit_log" in result.output
+
+
+def test_cli_verify_names_a_database_that_does_not_exist_and_creates_none(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.db"
+    result = CliRunner().invoke(audit_app, ["verify", "--db", str(missing)])
+    assert result.exit_code == 2 and f"no database at {missing}" in result.output
+    assert not missing.exists()

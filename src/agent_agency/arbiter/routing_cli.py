@@ -13,11 +13,10 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from agent_agency.arbiter.ope import Estimate, LoggedOutcome, evaluate_policy, replay_policy
-from agent_agency.cli_options import ConfigOption, DbOption, load_settings
+from agent_agency.cli_options import ConfigOption, DbOption, load_settings, open_store
 from agent_agency.pool.outcomes import final_evaluations, final_quality
 from agent_agency.pool.queries import simulated_agents, simulated_label, simulation_banner
 from agent_agency.pool.schema import executions, routing_decisions
-from agent_agency.pool.store import Store
 from agent_agency.records import RoutingDecision, RoutingStrategy
 
 routing_app = typer.Typer(help="Routing: evaluate strategies off-policy on logged decisions.")
@@ -95,7 +94,7 @@ def evaluate(
     settings = load_settings(config, db)
     url = settings.storage.url
     console = Console()
-    with Store.open(url, settings.pool) as store:  # migrates: an empty database has no decisions
+    with open_store(settings, create=False) as store:
         logs, unfinished = read_logged_outcomes(store.engine)
         simulated = simulated_agents(store.engine)
     if not logs:

@@ -6,9 +6,18 @@ import time
 
 import typer
 from sqlalchemy import inspect
+from sqlalchemy.exc import SQLAlchemyError
 
 from agent_agency.caws.audit import AuditLog
-from agent_agency.cli_options import ConfigOption, DbOption, console, load_settings
+from agent_agency.cli_options import (
+    ConfigOption,
+    DbOption,
+    cannot_open,
+    console,
+    fail,
+    load_settings,
+    missing_sqlite_file,
+)
 from agent_agency.pool.engine import make_engine
 
 audit_app = typer.Typer()
@@ -23,9 +32,17 @@ def audit() -> None:
 def verify(db: DbOption = None, config: ConfigOption = None) -> None:
     """Check the whole chain; exit 1 naming the first entry that was edited, deleted or moved."""
     url = load_settings(config, db).storage.url
+    missing = missing_sqlite_file(url)
+    if missing is not None:
+        raise fail(f"storage.url: no database at {missing}; name one with --db")
     engine = make_engine(url)
     try:
-        if not inspect(engine).has_table("audit_log"):
+        has_log = inspect(engine).has_table("audit_log")
+    except SQLAlchemyError as error:
+        engine.dispose()
+        raise cannot_open(url, error) from None
+    try:
+        if not has_log:
             console.print(f"[red]No audit_log table in {url}: run the pool migrations first.[/red]")
             raise typer.Exit(2)
         started = time.perf_counter()

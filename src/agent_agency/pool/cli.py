@@ -16,7 +16,7 @@ from rich.progress import Progress
 from rich.table import Table
 from sqlalchemy import select
 
-from agent_agency.cli_options import ConfigOption, DbOption, load_settings
+from agent_agency.cli_options import ConfigOption, DbOption, load_settings, open_store
 from agent_agency.pool import schema
 from agent_agency.pool.ingest_workers import (
     AUTO_MAX_WORKERS,
@@ -44,9 +44,8 @@ console = Console()
 DaysOption = Annotated[int | None, typer.Option("--days", help="only the last N days", min=1)]
 
 
-def _open(config: Path | None, db: str | None) -> Store:
-    settings = load_settings(config, db)
-    return Store.open(settings.storage.url, settings.pool)
+def _open(config: Path | None, db: str | None, *, create: bool = False) -> Store:
+    return open_store(load_settings(config, db), create=create)
 
 
 @pool_app.command()
@@ -178,7 +177,10 @@ def ingest(
         console.print(f"preparing batches in {processes} worker processes", highlight=False)
     totals = {"accepted": 0, "duplicates": 0, "quarantined": 0, "unreadable": 0}
     stored_to_line = 0
-    with _open(config, db) as store, Progress(console=console, transient=True) as progress:
+    with (
+        _open(config, db, create=True) as store,
+        Progress(console=console, transient=True) as progress,
+    ):
         task = progress.add_task(f"ingesting {path.name}", total=total_lines)
         read: deque[LineBatch] = deque()  # batches handed to ingest, not yet reported
 
