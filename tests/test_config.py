@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_agency.config import AgencyConfig, ConfigError, load_config, parse_config
+from agent_agency.config import AgencyConfig, ConfigError, default_team, load_config, parse_config
 from agent_agency.records import RoutingStrategy
 
 
@@ -151,6 +151,21 @@ def test_readme_example_config_is_valid() -> None:
     for block in blocks:
         config = parse_config(yaml.safe_load(block), source="README.md")
         assert config.agents
+    # its `- name: direct` is the default team's agent, which can fall back for `big`
+    direct = next(spec for spec in default_team() if spec.name == "direct")
+    assert config.agent("direct") == direct
+
+
+def test_an_agent_named_after_a_default_one_starts_from_its_settings() -> None:
+    defaults = {spec.name: spec for spec in default_team()}
+    config = parse_config(
+        {"agents": [{"name": "direct", "temperature": 0.5}, {"name": "stepwise"}, {"name": "x"}]}
+    )
+    direct = config.agent("direct")
+    assert direct.temperature == 0.5
+    assert direct == defaults["direct"].model_copy(update={"temperature": 0.5})
+    assert config.agent("stepwise") == defaults["stepwise"]
+    assert config.agent("x").capabilities == []  # any other name starts from the field defaults
 
 
 def test_parent_cycles_are_rejected() -> None:

@@ -315,6 +315,21 @@ class AgencyConfig(Section):
     run: RunSettings = Field(default_factory=RunSettings)
     pool: PoolSettings = Field(default_factory=PoolSettings)
 
+    @field_validator("agents", mode="before")
+    @classmethod
+    def _start_from_the_default_agents(cls, value: Any) -> Any:
+        """An entry named after a default-team agent starts from that agent's settings, so
+        `- name: direct` in a file means the default `direct`; fields it sets override them."""
+        if not isinstance(value, list):
+            return value
+        defaults = {spec.name: spec.model_dump(exclude_defaults=True) for spec in default_team()}
+        return [
+            {**defaults[entry["name"]], **entry}
+            if isinstance(entry, dict) and entry.get("name") in defaults
+            else entry
+            for entry in value
+        ]
+
     @model_validator(mode="after")
     def _agent_names_unique(self) -> AgencyConfig:
         if not self.agents:
