@@ -90,7 +90,12 @@ def test_malformed_points_are_quarantined_with_every_reason(store: Store) -> Non
     assert any(r.startswith("bounds: evaluation.quality_score") for r in report.reasons["negative"])
     assert report.reasons["#3"] == ["type: (point): expected a JSON object, got int"]
     assert report.reasons["#4"][0].startswith("type: (point): not valid JSON: Expecting value")
+    assert report.positions == {"missing": 1, "negative": 2, "#3": 3, "#4": 4}
     assert count(store, schema.quarantine) == 4
+    with store.engine.connect() as connection:
+        stored_ids = connection.execute(select(schema.quarantine.c.point_id)).scalars().all()
+    # a position only names an input within its batch: not stored as if it were an id
+    assert sorted(stored_ids, key=str) == sorted(["missing", "negative", None, None], key=str)
     assert EMAIL not in all_payload_text(store)
     # quarantining the same input again adds no row
     store.ingest([missing])

@@ -29,7 +29,7 @@ def test_cli_ingest_stats_quarantine_compact(db_url: str, tmp_path: Path) -> Non
     assert "bounds: execution.latency_ms" in result.output
     assert "1 accepted, 1 duplicates, 2 quarantined" in result.output
     assert "points.jsonl line 4: type: (point): not valid JSON" in result.output
-    assert "points.jsonl bad: bounds" in result.output
+    assert "points.jsonl line 2 (bad): bounds" in result.output
 
     result = runner.invoke(pool_app, ["stats", "--db", db_url, "--by", "agent"])
     assert result.exit_code == 0, result.output
@@ -40,6 +40,7 @@ def test_cli_ingest_stats_quarantine_compact(db_url: str, tmp_path: Path) -> Non
     result = runner.invoke(pool_app, ["quarantine", "--db", db_url])
     assert result.exit_code == 0
     assert "bad" in result.output and "bounds" in result.output
+    assert "(no id)" in result.output and "#" not in result.output  # the unparsable line
 
     result = runner.invoke(pool_app, ["compact", "--db", db_url])
     assert result.exit_code == 0, result.output
@@ -133,6 +134,22 @@ def test_cli_ingest_skips_and_reports_lines_that_are_not_utf8(tmp_path: Path) ->
     assert result.exit_code == 0, result.output
     assert "points.jsonl line 2: not UTF-8 text (invalid start byte at byte 1)" in result.output
     assert "2 accepted, 0 duplicates, 0 quarantined, 1 unreadable lines skipped" in result.output
+
+
+def test_stats_of_an_empty_pool_claim_no_clean_data_percentage(tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'pool.db'}"
+    Store.open(db_url).close()
+    result = runner.invoke(pool_app, ["stats", "--db", db_url])
+    assert result.exit_code == 0, result.output
+    assert "no data yet" in result.output and "100.0%" not in result.output
+
+
+def test_schema_describes_the_lines_ingest_reads() -> None:
+    result = runner.invoke(pool_app, ["schema"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    assert document["title"] == "DataPoint"
+    assert {"id", "task", "routing", "execution", "evaluation"} <= set(document["required"])
 
 
 def test_cli_ingest_names_a_path_that_is_no_file(tmp_path: Path) -> None:

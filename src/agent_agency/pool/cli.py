@@ -37,6 +37,7 @@ from agent_agency.pool.queries import (
 )
 from agent_agency.pool.store import Store
 from agent_agency.pool.tiers import compact as compact_tiers
+from agent_agency.records import DataPoint
 
 pool_app = typer.Typer(help="The benchmark data pool: statistics, quarantine, tiers, ingest.")
 console = Console()
@@ -69,11 +70,15 @@ def stats(
     summary = Table(title="Collection metrics")
     summary.add_column("metric")
     summary.add_column("value", justify="right")
-    target = "ok" if metrics.valid_data_percentage >= 95 else "below the 95% target"
+    if metrics.data_points + metrics.quarantined == 0:
+        clean = "no data yet"
+    else:
+        target = "ok" if metrics.valid_data_percentage >= 95 else "below the 95% target"
+        clean = f"{metrics.valid_data_percentage:.1f}% ({target})"
     rows: list[tuple[str, Any]] = [
         ("data points", metrics.data_points),
         ("quarantined", metrics.quarantined),
-        ("clean data", f"{metrics.valid_data_percentage:.1f}% ({target})"),
+        ("clean data", clean),
         ("privacy violations caught", metrics.privacy_violations),
         ("schema validation failures", metrics.schema_validation_failures),
         ("agents covered", metrics.agents_covered),
@@ -120,7 +125,7 @@ def quarantine(
     table.add_column("received")
     table.add_column("reasons")
     for point_id, received_at, reasons in rows:
-        table.add_row(str(point_id), str(received_at)[:19], "\n".join(reasons))
+        table.add_row(point_id or "(no id)", str(received_at)[:19], "\n".join(reasons))
     console.print(table)
 
 
@@ -135,6 +140,12 @@ def compact(db: DbOption = None, config: ConfigOption = None) -> None:
 
         report = compact_tiers(store, on_day=on_day)
     console.print(report.model_dump())
+
+
+@pool_app.command("schema")
+def data_point_schema() -> None:
+    """Print the JSON schema of a data point: what each line of `agency pool ingest` holds."""
+    console.print_json(json.dumps(DataPoint.model_json_schema()))
 
 
 def _workers(value: str, lines: int) -> int:
@@ -218,9 +229,13 @@ def ingest(
 
 def _print_rejections(path: Path, chunk: LineBatch, report: IngestReport) -> None:
     """A batch's quarantined points, then its unreadable lines."""
-    positions = {f"#{index}": number for index, (number, _) in enumerate(chunk.lines)}
     for point_id, reasons in report.reasons.items():
-        where = f"line {positions[point_id]}" if point_id in positions else point_id
+        index = report.positions.get(point_id)  # none for a point over its tenant's ε budget
+        if index is None:
+            where = point_id
+        else:
+            line = chunk.lines[index][0]
+            where = f"line {line}" if point_id.startswith("#") else f"line {line} ({point_id})"
         console.print(
             f"[yellow]quarantined[/] {path} {where}: " + "; ".join(reasons), soft_wrap=True
         )

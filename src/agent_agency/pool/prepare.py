@@ -42,6 +42,10 @@ class IngestReport(BaseModel):
     reasons: dict[str, list[str]] = Field(
         default_factory=dict, description="point id (or '#index' when it has none) → reasons"
     )
+    positions: dict[str, int] = Field(
+        default_factory=dict,
+        description="for inputs the gates rejected: their key in `reasons` → index in the batch",
+    )
 
 
 def tier_for(timestamp: datetime, now: datetime, settings: PoolSettings) -> str:
@@ -96,11 +100,11 @@ def _as_payload(raw: RawPoint) -> Any:
     return raw
 
 
-def _raw_id(raw: Any, index: int) -> str:
-    """The point's own id when it has one, else its position in the batch ('#3')."""
+def _own_id(raw: Any) -> str | None:
+    """The rejected point's own id, when it has one."""
     if isinstance(raw, Mapping) and isinstance(raw.get("id"), str) and raw["id"]:
         return str(raw["id"])
-    return f"#{index}"
+    return None
 
 
 @dataclass
@@ -177,11 +181,13 @@ def prepare_batch(
             clean.append(point)
     for index, raw, reasons in sorted(failures, key=lambda failure: failure[0]):
         raw_payload = _as_payload(raw)
-        point_id = _raw_id(raw_payload, index)
+        point_id = _own_id(raw_payload)
         prepared.rejected.append(
             quarantine_row(point_id, anonymizer.scrub_payload(raw_payload), reasons)
         )
-        prepared.report.reasons[point_id] = reasons
+        key = point_id or f"#{index}"  # in the report only: the position names it in this batch
+        prepared.report.reasons[key] = reasons
+        prepared.report.positions[key] = index
     prepared.ids = [point.id for point in clean]
     if settings.anonymization.reward_noise:
         prepared.points = clean
