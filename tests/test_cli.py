@@ -118,10 +118,73 @@ def test_bad_config_names_file_and_field(workdir: Path) -> None:
     assert "run.tasks" in result.output
 
 
-def test_unknown_agent_on_the_command_line(workdir: Path) -> None:
-    result = runner.invoke(app, ["run", "--agent", "nobody"])
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--split", "foo"], "error: --split: 'foo' is not one of train, heldout, all"),
+        (
+            ["--agent", "nobody"],
+            "error: --agent: unknown agent 'nobody'; configured agents: sim-good@1, sim-poor@1",
+        ),
+        (
+            ["--agent", "sim-good", "--agent", "sim-good@1"],
+            "error: --agent: 'sim-good@1' names sim-good@1 a second time",
+        ),
+        (["--builtin", "nope"], "error: --builtin: unknown suite 'nope'; built-in suites: "),
+        (["--tasks", "0"], "Invalid value for '--tasks'"),
+        (["--concurrency", "0"], "Invalid value for '--concurrency'"),
+    ],
+)
+def test_a_bad_run_option_is_named_as_typed(
+    workdir: Path, options: list[str], message: str
+) -> None:
+    result = runner.invoke(app, ["run", *options])
     assert result.exit_code == 2
-    assert "unknown agent 'nobody'" in result.output
+    assert message in result.output
+    assert "run." not in result.output and "command line" not in result.output
+    assert not (workdir / "agency.db").exists()
+
+
+def test_a_bad_run_setting_in_the_config_file_is_named_by_file_and_field(workdir: Path) -> None:
+    (workdir / "agency.yaml").write_text(SCRIPTED_TEAM + "run:\n  agents: [nobody]\n")
+    result = runner.invoke(app, ["run"])
+    assert result.exit_code == 2
+    assert "agency.yaml: invalid configuration" in result.output
+    assert "run.agents.0: unknown agent 'nobody'" in result.output
+
+
+@pytest.mark.parametrize(
+    ("json_path", "problem"),
+    [("missing/x.json", "no directory missing"), (".", "it is a directory")],
+)
+def test_run_checks_the_summary_path_before_any_task_runs(
+    workdir: Path, json_path: str, problem: str
+) -> None:
+    result = runner.invoke(app, ["run", "--tasks", "2", "--json", json_path])
+    assert result.exit_code == 2
+    assert f"error: --json: cannot write {json_path}: {problem}" in result.output
+    assert not (workdir / "agency.db").exists()  # no task ran
+
+
+def test_a_summary_that_cannot_be_written_after_the_run_is_an_error_not_a_traceback(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agent_agency.cli
+
+    # the directory vanishing during the run, which the check before it cannot see
+    monkeypatch.setattr(agent_agency.cli, "_check_summary_path", lambda *_: None)
+    result = runner.invoke(app, ["run", "--tasks", "2", "--json", "gone/x.json"])
+    assert result.exit_code == 2
+    assert isinstance(result.exception, SystemExit)  # no traceback
+    assert "2 tasks in" in result.output and "summary not written" in result.output
+    assert "error: --json: cannot write gone/x.json: No such file or directory" in result.output
+
+
+def test_a_suite_that_is_not_utf8_is_named_with_its_line(workdir: Path) -> None:
+    (workdir / "bin.jsonl").write_bytes(b"\n\xff\xfe\n")
+    result = runner.invoke(app, ["run", "--suite", "bin.jsonl"])
+    assert result.exit_code == 2
+    assert "error: bin.jsonl:2: not UTF-8 text (invalid start byte at byte 1" in result.output
 
 
 def test_stats_on_an_empty_database(workdir: Path) -> None:
@@ -129,6 +192,18 @@ def test_stats_on_an_empty_database(workdir: Path) -> None:
     result = runner.invoke(app, ["stats", "--db", "empty.db"])
     assert result.exit_code == 0
     assert "No recorded executions" in result.output
+    result = runner.invoke(app, ["stats", "--db", "empty.db", "--since", "2030-01-01"])
+    assert "No recorded executions yet" in result.output
+
+
+def test_stats_since_after_every_execution_says_older_ones_exist(workdir: Path) -> None:
+    assert runner.invoke(app, ["run", "--tasks", "2"]).exit_code == 0
+    result = runner.invoke(app, ["stats", "--since", "2030-01-01"])
+    assert result.exit_code == 0
+    assert "No recorded executions since 2030-01-01T00:00+00:00 (--since 2030-01-01)" in (
+        result.output.replace("\n", " ")
+    )
+    assert "yet" not in result.output
 
 
 @pytest.mark.parametrize("command", [["stats"], ["pool", "stats"], ["pool", "quarantine"]])

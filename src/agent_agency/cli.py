@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 import typer
 import yaml
@@ -25,7 +26,7 @@ from agent_agency.cli_options import (
     load_settings,
     open_store,
 )
-from agent_agency.config import ConfigError, parse_config
+from agent_agency.config import AgencyConfig, ConfigError, parse_config
 from agent_agency.pool.cli import pool_app
 from agent_agency.records import utcnow
 
@@ -52,7 +53,7 @@ def config_show(config: ConfigOption = None) -> None:
 @app.command()
 def run(
     tasks: Annotated[
-        int | None, typer.Option("--tasks", "-n", help="number of tasks (default 60)")
+        int | None, typer.Option("--tasks", "-n", min=1, help="number of tasks (default 60)")
     ] = None,
     suite: Annotated[
         list[Path] | None, typer.Option("--suite", help="a JSONL task file to use (repeatable)")
@@ -61,7 +62,7 @@ def run(
         list[str] | None, typer.Option("--builtin", help="built-in suite names (default: all)")
     ] = None,
     split: Annotated[str | None, typer.Option(help="train, heldout or all")] = None,
-    concurrency: Annotated[int | None, typer.Option(help="tasks in flight at once")] = None,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="tasks in flight at once")] = None,
     seed: Annotated[int | None, typer.Option(help="task selection seed")] = None,
     agent: Annotated[
         list[str] | None, typer.Option("--agent", help="use only these agents (repeatable)")
@@ -74,7 +75,11 @@ def run(
     from agent_agency.agents.base import BackendError
     from agent_agency.runner import RunRequest, execute_run
 
-    data = load_settings(config, db).model_dump()
+    base = load_settings(config, db)
+    _check_split(split)
+    _check_agents(base, agent or [])
+    _check_builtin(builtin or [])
+    data = base.model_dump()
     overrides: dict[str, Any] = {
         "tasks": tasks,
         "split": split,
@@ -89,6 +94,8 @@ def run(
         settings = parse_config(data, source="command line")
     except ConfigError as error:
         raise fail(error) from None
+    summary_option = "--json" if json_out else "run.summary_json"
+    _check_summary_path(Path(settings.run.summary_json), summary_option)
     request = RunRequest(config=settings, suite_files=list(suite or []))
     try:
         prepared = request.prepare()
@@ -123,9 +130,8 @@ def run(
         except (BackendError, ValueError) as error:  # building the team failed
             raise fail(error) from None
     _print_summary(report.summary, title="Run summary (agent × task type)")
-    console.print(
-        f"{report.tasks} tasks in {report.wall_s:.1f} s; summary written to {report.summary_json}"
-    )
+    written = "not written" if report.summary_error else f"written to {report.summary_json}"
+    console.print(f"{report.tasks} tasks in {report.wall_s:.1f} s; summary {written}")
     if report.failure_reasons:
         console.print("Most common failure reasons:")
         for reason, count in report.failure_reasons:
@@ -137,11 +143,59 @@ def run(
         )
     if report.no_agent_answered:
         raise fail("no agent answered any task; see the failure reasons above")
+    if report.summary_error:
+        raise fail(f"{summary_option}: cannot write {report.summary_json}: {report.summary_error}")
+
+
+def _check_split(split: str | None) -> None:
+    from agent_agency.tasks.suites import SplitChoice
+
+    splits = get_args(SplitChoice)
+    if split is not None and split not in splits:
+        raise fail(f"--split: {split!r} is not one of {', '.join(splits)}")
+
+
+def _check_agents(settings: AgencyConfig, names: list[str]) -> None:
+    chosen: set[str] = set()
+    for name in names:
+        try:
+            key = settings.agent(name).key
+        except KeyError as error:
+            raise fail(f"--agent: {error.args[0]}") from None
+        if key in chosen:
+            raise fail(f"--agent: {name!r} names {key} a second time")
+        chosen.add(key)
+
+
+def _check_builtin(names: list[str]) -> None:
+    from agent_agency.tasks import builtin_suite_names
+
+    known = builtin_suite_names()
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise fail(
+            f"--builtin: unknown suite {', '.join(map(repr, unknown))}; "
+            f"built-in suites: {', '.join(known)}"
+        )
+
+
+def _check_summary_path(path: Path, option: str) -> None:
+    """Fail before any task runs when the run summary could not be written to `path`."""
+    directory = path.parent
+    if not directory.is_dir():
+        raise fail(f"{option}: cannot write {path}: no directory {directory}")
+    if path.is_dir():
+        raise fail(f"{option}: cannot write {path}: it is a directory")
+    if not os.access(path if path.exists() else directory, os.W_OK):
+        raise fail(f"{option}: cannot write {path}: permission denied")
 
 
 @app.command()
 def replay(
-    path: Annotated[Path, typer.Argument(help="an agency-unwritten-*.jsonl file", exists=True)],
+    path: Annotated[
+        Path,
+        typer.Argument(help="an agency-unwritten-*.jsonl file", exists=True, dir_okay=False),
+    ],
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
@@ -152,10 +206,14 @@ def replay(
     settings = load_settings(config, db)
     with open_store(settings) as store:
         try:
-            replayed = replay_spill(path, store, AuditLog(store.engine))
-        except ValueError as error:
+            report = replay_spill(path, store, AuditLog(store.engine))
+        except (ValueError, OSError) as error:
             raise fail(error) from None
-    console.print(f"replayed {replayed} records from {path} into {settings.storage.url}")
+    console.print(
+        f"replayed {report.records} records from {path} into {settings.storage.url}: "
+        f"{report.stored_now} stored now, {report.already_stored} already stored",
+        soft_wrap=True,
+    )
 
 
 def parse_since(value: str | None) -> datetime | None:
@@ -202,6 +260,7 @@ def stats(
     try:
         rows = store.agent_task_summary(since=start)
         judges = judge_agreement(get_evaluations(store, since=start))
+        recorded_earlier = not rows and start is not None and bool(store.agent_task_summary())
     finally:
         store.close()
     if json_out:
@@ -215,7 +274,12 @@ def stats(
         console.print_json(json.dumps(document))
         return
     if not rows:
-        console.print("No recorded executions yet. Run `agency run` first.")
+        console.print(
+            f"No recorded executions since {start.isoformat(timespec='minutes')} "
+            f"(--since {since}); older ones exist."
+            if start is not None and recorded_earlier
+            else "No recorded executions yet. Run `agency run` first."
+        )
         return
     _print_summary(rows, title=f"Recorded performance{f' since {since}' if since else ''}")
     if judges:

@@ -65,6 +65,7 @@ class RunReport:
     spilled: list[Path]
     failure_reasons: list[tuple[str, int]]
     unanswered: int
+    summary_error: str | None = None  # why summary_json could not be written
 
     @property
     def no_agent_answered(self) -> bool:
@@ -149,7 +150,10 @@ async def execute_run(
         failure_reasons=_failure_reasons(outcomes),
         unanswered=sum(not outcome.evaluations for outcome in outcomes),
     )
-    write_summary_json(report, config, started_at.isoformat(), prepared.simulated)
+    try:
+        write_summary_json(report, config, started_at.isoformat(), prepared.simulated)
+    except OSError as error:  # the run is recorded; only its summary file is missing
+        report.summary_error = error.strerror or str(error)
     return report
 
 

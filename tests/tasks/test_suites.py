@@ -76,6 +76,16 @@ def test_load_errors_name_file_line_field(tmp_path: Path, line: str, message: st
     assert str(caught.value).startswith(str(path))
 
 
+def test_a_file_that_is_not_utf8_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.jsonl"
+    path.write_bytes(json.dumps(GOOD).encode() + b'\n{"id": "caf\xe9"}\n')
+    with pytest.raises(TaskFileError) as caught:
+        load_suite_file(path)
+    assert str(caught.value) == (
+        f"{path}:2: not UTF-8 text (invalid continuation byte at byte 12 of the line)"
+    )
+
+
 def test_missing_file_is_a_task_file_error(tmp_path: Path) -> None:
     with pytest.raises(TaskFileError, match="cannot read task file"):
         load_suite_file(tmp_path / "absent.jsonl")

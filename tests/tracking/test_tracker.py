@@ -210,15 +210,96 @@ def test_spilled_records_replay_into_a_pool_once(store: Store, tmp_path: Path) -
     [spilled] = tracker.spilled
 
     target = tmp_path / "recovered.db"
-    result = CliRunner().invoke(app, ["replay", str(spilled), "--db", str(target)])
-    assert result.exit_code == 0, result.output
-    assert "replayed 2 records" in result.output
+    for stored_now, already_stored in ((2, 0), (0, 2)):  # the second replay adds nothing
+        result = CliRunner().invoke(app, ["replay", str(spilled), "--db", str(target)])
+        assert result.exit_code == 0, result.output
+        assert f"replayed 2 records from {spilled}" in result.output
+        assert f"{stored_now} stored now, {already_stored} already stored" in result.output
+        recovered = Store.open(f"sqlite:///{target}")
+        assert count(recovered, routing_decisions) == 1 and count(recovered, executions) == 1
+        assert AuditLog(recovered.engine).verify().entries == 1
+        recovered.close()
+
+
+def test_replay_audits_a_stored_record_whose_audit_entry_is_still_due(
+    store: Store, tmp_path: Path
+) -> None:
+    from agent_agency.caws.audit import AuditLog
+    from agent_agency.tracking.tracker import replay_spill
+
+    made = decision(8)
+    store.write_records(decisions=[made])
+    line = {"kind": "RoutingDecision", "pending": ["audit"], "record": made.model_dump(mode="json")}
+    spilled = tmp_path / "spill.jsonl"
+    spilled.write_text(json.dumps(line) + "\n" + json.dumps(line) + "\n")  # listed twice
+    audit = AuditLog(store.engine)
+    report = replay_spill(spilled, store, audit)
+    assert (report.records, report.stored_now, report.already_stored) == (2, 1, 1)
+    assert [entry.record_id for entry in audit_entries(store)] == [made.id]
+    assert replay_spill(spilled, store, audit).already_stored == 2
+    assert audit.verify().entries == 1
+
+
+def audit_entries(store: Store) -> list[Any]:
+    from agent_agency.pool.schema import audit_log
+
+    with store.engine.connect() as connection:
+        return list(connection.execute(select(audit_log)))
+
+
+VALID_SPILL_LINE = json.dumps(
+    {"kind": "Execution", "pending": ["records"], "record": execution(9).model_dump(mode="json")}
+)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (b"not json", "bad.jsonl:2: malformed JSON: Expecting value (column 1)"),
+        (b"[1]", "bad.jsonl:2: expected a JSON object, got list"),
+        (
+            b'{"kind": "Nope", "pending": [], "record": {}}',
+            "bad.jsonl:2: kind: unknown record kind 'Nope' (expected one of: RoutingDecision, "
+            "Execution, Evaluation, Span, DataPoint)",
+        ),
+        (b'{"kind": "Execution", "record": {}}', "bad.jsonl:2: pending: missing"),
+        (
+            b'{"kind": "Execution", "pending": ["later"], "record": {}}',
+            "bad.jsonl:2: pending: expected a list of stages among records, audit, points, "
+            "got ['later']",
+        ),
+        (
+            b'{"kind": "Execution", "pending": ["records"], "record": {"task_id": "t"}}',
+            "bad.jsonl:2: record.task_type: Field required; record.agent: Field required",
+        ),
+        (b"\xff{}", "bad.jsonl:2: not UTF-8 text (invalid start byte at byte 1 of the line)"),
+    ],
+)
+def test_a_malformed_spill_line_is_named_by_file_line_and_field(
+    tmp_path: Path, line: bytes, message: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from agent_agency.cli import app
+
+    broken = tmp_path / "bad.jsonl"
+    broken.write_bytes(VALID_SPILL_LINE.encode() + b"\n" + line + b"\n")
+    target = tmp_path / "target.db"
+    result = CliRunner().invoke(app, ["replay", str(broken), "--db", str(target)])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert isinstance(result.exception, SystemExit)  # no traceback
     recovered = Store.open(f"sqlite:///{target}")
-    assert count(recovered, routing_decisions) == 1 and count(recovered, executions) == 1
-    assert AuditLog(recovered.engine).verify().entries == 1
+    assert count(recovered, executions) == 0  # nothing is stored from a file with a bad line
     recovered.close()
 
-    broken = tmp_path / "broken.jsonl"
-    broken.write_text('{"kind": "Task", "pending": [], "record": {}}\n')
-    result = CliRunner().invoke(app, ["replay", str(broken), "--db", str(target)])
-    assert result.exit_code == 2 and "broken.jsonl:1: not a spilled record" in result.output
+
+def test_replay_refuses_a_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from agent_agency.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "spills").mkdir()
+    result = CliRunner().invoke(app, ["replay", "spills", "--db", "x.db"])
+    assert result.exit_code == 2 and "'spills' is a directory" in result.output

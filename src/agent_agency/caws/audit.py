@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
@@ -29,6 +29,7 @@ AUDIT_KINDS: tuple[str, ...] = get_args(AuditKind)
 GENESIS_HASH = "0" * 64
 APPEND_RETRIES = 5
 VERIFY_BATCH = 5000
+IDS_PER_QUERY = 1000  # bound parameters per query, far below SQLite's and PostgreSQL's caps
 
 
 class AuditEntry(BaseModel):
@@ -130,6 +131,19 @@ class AuditLog:
                     if attempt == APPEND_RETRIES - 1:
                         raise
         raise AssertionError("unreachable")  # the loop returns or raises
+
+    def recorded_ids(self, kind: str, record_ids: Collection[str]) -> set[str]:
+        """Which of `record_ids` already have an entry of `kind`."""
+        ids = list(record_ids)
+        found: set[str] = set()
+        with self.engine.connect() as connection:
+            for start in range(0, len(ids), IDS_PER_QUERY):
+                query = select(audit_log.c.record_id).where(
+                    audit_log.c.kind == kind,
+                    audit_log.c.record_id.in_(ids[start : start + IDS_PER_QUERY]),
+                )
+                found.update(connection.execute(query).scalars())
+        return found
 
     def _append_at_head(self, prepared: list[tuple[str, str, str]]) -> list[AuditEntry]:
         with self.engine.begin() as connection:

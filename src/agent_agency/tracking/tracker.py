@@ -6,7 +6,8 @@ records, appending routing decisions and evaluations to the audit trail when one
 `flush()` blocks until everything recorded before it is written; `close()` flushes and
 stops the thread. A batch the store refuses is retried; if it still fails, the records whose
 stages are still due are spilled to a JSONL file (in `spill_dir`, else the temp directory) so
-that nothing recorded is lost; `agency replay FILE` stores them later.
+that nothing recorded is lost; `agency replay FILE` stores them later, skipping what the pool
+already holds.
 """
 
 from __future__ import annotations
@@ -17,12 +18,18 @@ import queue
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from pydantic import ValidationError
+from sqlalchemy import Engine, Table, select
+
+from agent_agency.pool import schema
 from agent_agency.records import DataPoint, Evaluation, Execution, Record, RoutingDecision, Span
+from agent_agency.textfiles import read_utf8
 
 log = logging.getLogger(__name__)
 
@@ -279,38 +286,150 @@ class Tracker:
         raise OSError(f"could not spill {len(lines)} records to {self._spill_dir} or temp")
 
 
-_SPILLED_KINDS: dict[str, type[Record]] = {kind.__name__: kind for kind in RECORDABLE}
+Recordable = RoutingDecision | Execution | Evaluation | Span | DataPoint
+_SPILLED_KINDS: dict[str, type[Recordable]] = {kind.__name__: kind for kind in RECORDABLE}
+_STAGES = ("records", "audit", "points")
+_TABLES: dict[type[Record], Table] = {
+    RoutingDecision: schema.routing_decisions,
+    Execution: schema.executions,
+    Evaluation: schema.evaluations,
+    Span: schema.spans,
+    DataPoint: schema.data_points,
+}
+_IDS_PER_QUERY = 1000  # bound parameters per query stay far below SQLite's and PostgreSQL's caps
 
 
-def replay_spill(path: Path, sink: RecordSink, audit: AuditSink | None = None) -> int:
+class ReplaySink(RecordSink, Protocol):
+    """A sink whose database says which records it holds; `Store` satisfies it."""
+
+    @property
+    def engine(self) -> Engine: ...
+
+
+class ReplayAudit(AuditSink, Protocol):
+    """An audit trail that says which records it holds; `AuditLog` satisfies it."""
+
+    def recorded_ids(self, kind: str, record_ids: Collection[str]) -> set[str]: ...
+
+
+@dataclass
+class ReplayReport:
+    """What `replay_spill` read, and how many of those records the pool already held."""
+
+    records: int
+    already_stored: int
+
+    @property
+    def stored_now(self) -> int:
+        return self.records - self.already_stored
+
+
+def replay_spill(path: Path, sink: ReplaySink, audit: ReplayAudit) -> ReplayReport:
     """Store what a tracker spilled to `path`, each record only for the stages still due, in
-    the tracker's order (records, audit, points). Returns the number of records replayed."""
-    batch = _Batch()
-    due: dict[str, list[Record]] = {"records": [], "audit": [], "points": []}
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for number, line in enumerate(lines, start=1):
-        try:
-            entry = json.loads(line)
-            record = _SPILLED_KINDS[entry["kind"]].model_validate(entry["record"])
-            stages = list(entry["pending"])
-        except (ValueError, KeyError, TypeError) as error:
-            raise ValueError(f"{path}:{number}: not a spilled record: {error}") from None
-        for stage in stages:
+    the tracker's order (records, audit, points). A stage already done in this pool (the record
+    or its audit entry is there) is skipped, so replaying a file again stores nothing twice."""
+    entries = _read_spill(path)
+    stored = _stored_ids(sink.engine, [record for record, _ in entries])
+    audit_due = _batch_of(record for record, stages in entries if "audit" in stages)
+    audited = _audited_ids(audit, audit_due.audit_items())
+    due: dict[str, list[Recordable]] = {stage: [] for stage in _STAGES}
+    already_stored = 0
+    for record, stages in entries:
+        done = {stage: audited if stage == "audit" else stored for stage in stages}
+        todo = [stage for stage in stages if record.id not in done[stage]]
+        already_stored += not todo
+        for stage in todo:
             due[stage].append(record)
-    for record in due["records"]:
-        batch.add(record)
+            done[stage].add(record.id)  # a record the file holds twice is stored once
+    _store_due(due, sink, audit)
+    return ReplayReport(records=len(entries), already_stored=already_stored)
+
+
+def _store_due(due: Mapping[str, Sequence[Recordable]], sink: RecordSink, audit: AuditSink) -> None:
+    batch = _batch_of(due["records"])
     sink.write_records(
         decisions=batch.decisions,
         executions=batch.executions,
         evaluations=batch.evaluations,
         spans=batch.spans,
     )
-    audited = _Batch()
-    for record in due["audit"]:
-        audited.add(record)
-    if audit is not None and due["audit"]:
-        audit.append_many(audited.audit_items())
+    if due["audit"]:
+        audit.append_many(_batch_of(due["audit"]).audit_items())
     points = [record for record in due["points"] if isinstance(record, DataPoint)]
     if points:
         sink.ingest(points)
-    return len(lines)
+
+
+def _batch_of(records: Iterable[Record]) -> _Batch:
+    batch = _Batch()
+    for record in records:
+        batch.add(record)
+    return batch
+
+
+def _stored_ids(engine: Engine, records: Sequence[Recordable]) -> set[str]:
+    """The ids of `records` that their pool tables already hold."""
+    by_table: dict[Table, list[str]] = defaultdict(list)
+    for record in records:
+        by_table[_TABLES[type(record)]].append(record.id)
+    found: set[str] = set()
+    with engine.connect() as connection:
+        for table, ids in by_table.items():
+            for start in range(0, len(ids), _IDS_PER_QUERY):
+                chunk = ids[start : start + _IDS_PER_QUERY]
+                found.update(
+                    connection.execute(select(table.c.id).where(table.c.id.in_(chunk))).scalars()
+                )
+    return found
+
+
+def _audited_ids(audit: ReplayAudit, items: Iterable[tuple[str, str, Any]]) -> set[str]:
+    """The record ids among the audit `items` that already have their entry."""
+    by_kind: dict[str, list[str]] = defaultdict(list)
+    for kind, record_id, _ in items:
+        by_kind[kind].append(record_id)
+    return {found for kind, ids in by_kind.items() for found in audit.recorded_ids(kind, ids)}
+
+
+def _read_spill(path: Path) -> list[tuple[Recordable, list[str]]]:
+    """Each record of a spill file with its stages still due; blank lines are skipped."""
+    lines = read_utf8(path).splitlines()
+    return [
+        _spilled_entry(text, where=f"{path}:{number}")
+        for number, text in enumerate(lines, start=1)
+        if text.strip()
+    ]
+
+
+def _spilled_entry(text: str, *, where: str) -> tuple[Recordable, list[str]]:
+    """One spill line; `ValueError` saying `where: field: reason` when it is not one."""
+    try:
+        entry = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{where}: malformed JSON: {error.msg} (column {error.colno})") from None
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {type(entry).__name__}")
+    missing = [name for name in ("kind", "pending", "record") if name not in entry]
+    if missing:
+        raise ValueError(f"{where}: {', '.join(missing)}: missing")
+    kind = entry["kind"]
+    if not isinstance(kind, str) or kind not in _SPILLED_KINDS:
+        raise ValueError(
+            f"{where}: kind: unknown record kind {kind!r} "
+            f"(expected one of: {', '.join(_SPILLED_KINDS)})"
+        )
+    pending = entry["pending"]
+    if not isinstance(pending, list) or not all(stage in _STAGES for stage in pending):
+        raise ValueError(
+            f"{where}: pending: expected a list of stages among {', '.join(_STAGES)}, "
+            f"got {pending!r}"
+        )
+    try:
+        record = _SPILLED_KINDS[kind].model_validate(entry["record"])
+    except ValidationError as error:
+        problems = (
+            f"{'.'.join(['record', *map(str, item['loc'])])}: {item['msg']}"
+            for item in error.errors()
+        )
+        raise ValueError(f"{where}: {'; '.join(problems)}") from None
+    return record, pending
