@@ -45,8 +45,12 @@ def test_lines_that_are_not_utf8_are_reported_with_their_batch(tmp_path: Path) -
         [(1, '{"a": 1}'), (3, '{"a": 2}')],
         [(4, '{"a": 3}')],
     ]
-    assert batches[0].unreadable == [(2, "not UTF-8 text (invalid start byte at byte 1)")]
-    assert batches[1].unreadable == [(5, "not UTF-8 text (invalid start byte at byte 1)")]
+    assert batches[0].unreadable == [
+        (2, "not UTF-8 text (invalid start byte at byte 1 of the line)")
+    ]
+    assert batches[1].unreadable == [
+        (5, "not UTF-8 text (invalid start byte at byte 1 of the line)")
+    ]
 
 
 def test_an_empty_file_has_no_batches(tmp_path: Path) -> None:

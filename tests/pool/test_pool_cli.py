@@ -132,7 +132,10 @@ def test_cli_ingest_skips_and_reports_lines_that_are_not_utf8(tmp_path: Path) ->
     db_url = f"sqlite:///{tmp_path / 'pool.db'}"
     result = runner.invoke(pool_app, ["ingest", str(source), "--db", db_url])
     assert result.exit_code == 0, result.output
-    assert "points.jsonl line 2: not UTF-8 text (invalid start byte at byte 1)" in result.output
+    assert (
+        "points.jsonl line 2: not UTF-8 text (invalid start byte at byte 1 of the line)"
+        in result.output
+    )
     assert "2 accepted, 0 duplicates, 0 quarantined, 1 unreadable lines skipped" in result.output
 
 

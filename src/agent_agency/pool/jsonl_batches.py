@@ -1,8 +1,7 @@
 """Reading a JSON Lines file of data points in batches, without holding the file in memory.
 
-Lines end at "\\n" only (with an optional "\\r" before it): JSON text may hold U+2028 and other
-characters that `str.splitlines` would split at. A line that is not UTF-8 text is reported with
-its batch rather than stopping the read, and blank lines are skipped.
+A line that is not UTF-8 text is reported with its batch rather than stopping the read (the
+lines before and after it are still ingested), and blank lines are skipped.
 """
 
 from __future__ import annotations
@@ -11,7 +10,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-_BOM = b"\xef\xbb\xbf"
+from agent_agency.jsonl import decode_line, raw_lines
+
 _COUNT_CHUNK = 1 << 20
 
 
@@ -39,31 +39,20 @@ def count_lines(path: Path) -> int:
     return count + (last != b"\n")
 
 
-def _decoded(raw: bytes) -> tuple[str | None, str]:
-    """The line as text, or None and why it is not UTF-8."""
-    try:
-        return raw.decode("utf-8"), ""
-    except UnicodeDecodeError as error:
-        return None, f"not UTF-8 text ({error.reason} at byte {error.start + 1})"
-
-
 def read_batches(path: Path, size: int) -> Iterator[LineBatch]:
     """The non-blank lines of `path` in batches of `size`, in file order."""
     if size < 1:
         raise ValueError(f"size: must be at least 1, got {size}")
     batch = LineBatch()
-    with path.open("rb") as file:
-        for number, raw in enumerate(file, start=1):
-            if number == 1 and raw.startswith(_BOM):
-                raw = raw[len(_BOM) :]
-            batch.last_line = number
-            text, problem = _decoded(raw.rstrip(b"\r\n"))
-            if text is None:
-                batch.unreadable.append((number, problem))
-            elif text.strip():
-                batch.lines.append((number, text))
-                if len(batch.lines) == size:
-                    yield batch
-                    batch = LineBatch(last_line=number)
+    for number, raw in raw_lines(path):
+        batch.last_line = number
+        text, problem = decode_line(raw)
+        if text is None:
+            batch.unreadable.append((number, problem))
+        elif text.strip():
+            batch.lines.append((number, text))
+            if len(batch.lines) == size:
+                yield batch
+                batch = LineBatch(last_line=number)
     if batch.lines or batch.unreadable:
         yield batch

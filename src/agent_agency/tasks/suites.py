@@ -11,11 +11,11 @@ from typing import Literal
 
 from pydantic import ValidationError
 
+from agent_agency.jsonl import read_lines
 from agent_agency.records import Task
 from agent_agency.tasks.graders import GraderError, validate_grader_spec
 from agent_agency.tasks.humaneval import SUITE as HUMANEVAL_SUITE
 from agent_agency.tasks.humaneval import load_humaneval
-from agent_agency.textfiles import read_utf8
 
 SUITES_DIR = Path(__file__).parent / "suites"
 SplitChoice = Literal["train", "heldout", "all"]
@@ -60,16 +60,14 @@ def load_suite_file(path: str | Path) -> list[Task]:
     """Every task in a JSONL task file (blank lines skipped); ids must be unique in the file."""
     path = Path(path)
     try:
-        content = read_utf8(path)
+        lines = list(read_lines(path))
     except OSError as error:
         raise TaskFileError(f"{path}: cannot read task file: {error.strerror}") from None
     except ValueError as error:
         raise TaskFileError(str(error)) from None
     tasks: list[Task] = []
     first_line_of: dict[str, int] = {}
-    for number, text in enumerate(content.splitlines(), start=1):
-        if not text.strip():
-            continue
+    for number, text in lines:
         task = parse_task_line(text, source=str(path), line=number)
         if task.id in first_line_of:
             raise TaskFileError(

@@ -27,9 +27,9 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 from sqlalchemy import Engine, Table, select
 
+from agent_agency.jsonl import read_lines
 from agent_agency.pool import schema
 from agent_agency.records import DataPoint, Evaluation, Execution, Record, RoutingDecision, Span
-from agent_agency.textfiles import read_utf8
 
 log = logging.getLogger(__name__)
 
@@ -393,12 +393,7 @@ def _audited_ids(audit: ReplayAudit, items: Iterable[tuple[str, str, Any]]) -> s
 
 def _read_spill(path: Path) -> list[tuple[Recordable, list[str]]]:
     """Each record of a spill file with its stages still due; blank lines are skipped."""
-    lines = read_utf8(path).splitlines()
-    return [
-        _spilled_entry(text, where=f"{path}:{number}")
-        for number, text in enumerate(lines, start=1)
-        if text.strip()
-    ]
+    return [_spilled_entry(text, where=f"{path}:{number}") for number, text in read_lines(path)]
 
 
 def _spilled_entry(text: str, *, where: str) -> tuple[Recordable, list[str]]:

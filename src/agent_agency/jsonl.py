@@ -1,0 +1,42 @@
+"""Reading the JSON Lines files a user hands to a command: task suites, spill files, data points.
+
+Lines end at "\\n" only (a "\\r" before it is dropped): JSON text may hold U+2028 and other
+characters that `str.splitlines` would split at. A byte-order mark before the first line is
+dropped. Files are read a line at a time, never whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes without the line end) for each line of `path`; `OSError` when it
+    cannot be read."""
+    with path.open("rb") as file:
+        for number, raw in enumerate(file, start=1):
+            if number == 1 and raw.startswith(_BOM):
+                raw = raw[len(_BOM) :]
+            yield number, raw.rstrip(b"\r\n")
+
+
+def decode_line(raw: bytes) -> tuple[str | None, str]:
+    """The line as text and "", or None and why it is not UTF-8 text."""
+    try:
+        return raw.decode("utf-8"), ""
+    except UnicodeDecodeError as error:
+        return None, f"not UTF-8 text ({error.reason} at byte {error.start + 1} of the line)"
+
+
+def read_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) for each non-blank line of `path`; `ValueError` naming the file and
+    line of the first that is not UTF-8 text, `OSError` when it cannot be read."""
+    for number, raw in raw_lines(path):
+        text, problem = decode_line(raw)
+        if text is None:
+            raise ValueError(f"{path}:{number}: {problem}")
+        if text.strip():
+            yield number, text
