@@ -34,7 +34,8 @@ from agent_agency.pool.validation import RawPoint
 
 AHEAD_PER_WORKER = 2  # batches prepared ahead of the commits, per worker (bounds memory)
 # `auto_workers`: below this many points, starting workers (seconds) costs more than they save.
-# Measured on 2 cores: 5,800 points/s in one process, 10,000/s with 2 workers after 3.8 s.
+# Measured on 2 cores: 4,400 points/s in one process, 7,900/s with 2 workers after 2.0 s to the
+# first report (break-even near 20,000 points); the margin covers machines where they start slower.
 AUTO_MIN_POINTS = 50_000
 # One committing process stores what about 4–5 workers prepare (32,000 against 6,700 points/s).
 AUTO_MAX_WORKERS = 4
