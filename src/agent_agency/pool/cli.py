@@ -161,7 +161,10 @@ def _workers(value: str, lines: int) -> int:
 
 @pool_app.command()
 def ingest(
-    path: Annotated[Path, typer.Argument(help="JSON Lines file, one data point per line")],
+    path: Annotated[
+        Path,
+        typer.Argument(help="JSON Lines file, one data point per line (see `agency pool schema`)"),
+    ],
     db: DbOption = None,
     config: ConfigOption = None,
     batch: Annotated[int, typer.Option(min=1, help="data points per transaction")] = 1000,
