@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from pool_records import T0, make_records
+from pool_records import T0, make_point, make_records
 from sqlalchemy import func, inspect, select
 
 from agent_agency.pool import schema
@@ -33,6 +33,22 @@ def test_write_records_is_idempotent_and_updates_aggregates_once(store: Store) -
     assert (arm.agent, arm.task_type, arm.n, arm.successes) == ("direct", "math", 1, 1)
     assert arm.quality_sum == pytest.approx(0.8)
     assert arm.quality_sq_sum == pytest.approx(0.64)
+
+
+def test_stored_ids_names_only_the_records_each_table_holds(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decision, execution, evaluations = make_records("t1")
+    store.write_records(decisions=[decision], executions=[execution])
+    other_decision, other_execution, _ = make_records("t2")
+    point = make_point("p1")
+    store.ingest([point])
+    monkeypatch.setattr(schema, "IDS_PER_QUERY", 1)  # several lookups per table
+    candidates = [decision, execution, *evaluations, other_decision, other_execution, point]
+    assert store.stored_ids(candidates) == {decision.id, execution.id, point.id}
+    # each record is looked up in its own table: an execution whose id only a decision holds
+    # is not stored
+    assert store.stored_ids([other_execution.model_copy(update={"id": decision.id})]) == set()
 
 
 def test_aggregates_count_each_execution_once_with_its_final_evaluation(store: Store) -> None:

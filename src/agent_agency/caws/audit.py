@@ -22,14 +22,13 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Engine, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from agent_agency.pool.schema import audit_log
+from agent_agency.pool.schema import IDS_PER_QUERY, audit_log
 
 AuditKind = Literal["routing", "evaluation", "deployment"]
 AUDIT_KINDS: tuple[str, ...] = get_args(AuditKind)
 GENESIS_HASH = "0" * 64
 APPEND_RETRIES = 5
 VERIFY_BATCH = 5000
-IDS_PER_QUERY = 1000  # bound parameters per query, far below SQLite's and PostgreSQL's caps
 
 
 class AuditEntry(BaseModel):

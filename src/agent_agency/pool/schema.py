@@ -46,6 +46,8 @@ Agent = String(AGENT_MAX)
 Tenant = String(TENANT_MAX)
 SPAN_NAME_MAX = 200
 QUARANTINE_POINT_ID_MAX = 200
+# ids bound in one `IN (...)` lookup: far below SQLite's and PostgreSQL's parameter caps
+IDS_PER_QUERY = 1000
 
 routing_decisions = Table(
     "routing_decisions",

@@ -45,6 +45,14 @@ from agent_agency.records import (
 )
 
 BUDGET_EXHAUSTED = "privacy: rl_labels: privacy budget exhausted for this tenant"
+StoredRecord = RoutingDecision | Execution | Evaluation | Span | DataPoint
+_RECORD_TABLES: dict[type[StoredRecord], Table] = {
+    RoutingDecision: schema.routing_decisions,
+    Execution: schema.executions,
+    Evaluation: schema.evaluations,
+    Span: schema.spans,
+    DataPoint: schema.data_points,
+}
 
 
 class AgentTaskSummary(BaseModel):
@@ -398,6 +406,21 @@ class Store:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+    def stored_ids(self, records: Iterable[StoredRecord]) -> set[str]:
+        """The ids of `records` that their tables already hold."""
+        by_table: dict[Table, list[str]] = {}
+        for record in records:
+            by_table.setdefault(_RECORD_TABLES[type(record)], []).append(record.id)
+        found: set[str] = set()
+        with self._engine.connect() as connection:
+            for table, ids in by_table.items():
+                for start in range(0, len(ids), schema.IDS_PER_QUERY):
+                    chunk = ids[start : start + schema.IDS_PER_QUERY]
+                    found.update(
+                        connection.scalars(select(table.c.id).where(table.c.id.in_(chunk)))
+                    )
+        return found
 
     def write_records(
         self,

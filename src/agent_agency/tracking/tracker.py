@@ -25,10 +25,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import ValidationError
-from sqlalchemy import Engine, Table, select
 
 from agent_agency.jsonl import read_lines
-from agent_agency.pool import schema
 from agent_agency.records import DataPoint, Evaluation, Execution, Record, RoutingDecision, Span
 
 log = logging.getLogger(__name__)
@@ -289,21 +287,12 @@ class Tracker:
 Recordable = RoutingDecision | Execution | Evaluation | Span | DataPoint
 _SPILLED_KINDS: dict[str, type[Recordable]] = {kind.__name__: kind for kind in RECORDABLE}
 _STAGES = ("records", "audit", "points")
-_TABLES: dict[type[Record], Table] = {
-    RoutingDecision: schema.routing_decisions,
-    Execution: schema.executions,
-    Evaluation: schema.evaluations,
-    Span: schema.spans,
-    DataPoint: schema.data_points,
-}
-_IDS_PER_QUERY = 1000  # bound parameters per query stay far below SQLite's and PostgreSQL's caps
 
 
 class ReplaySink(RecordSink, Protocol):
-    """A sink whose database says which records it holds; `Store` satisfies it."""
+    """A sink that says which records it holds; `Store` satisfies it."""
 
-    @property
-    def engine(self) -> Engine: ...
+    def stored_ids(self, records: Iterable[Recordable]) -> set[str]: ...
 
 
 class ReplayAudit(AuditSink, Protocol):
@@ -329,7 +318,7 @@ def replay_spill(path: Path, sink: ReplaySink, audit: ReplayAudit) -> ReplayRepo
     the tracker's order (records, audit, points). A stage already done in this pool (the record
     or its audit entry is there) is skipped, so replaying a file again stores nothing twice."""
     entries = _read_spill(path)
-    stored = _stored_ids(sink.engine, [record for record, _ in entries])
+    stored = sink.stored_ids(record for record, _ in entries)
     audit_due = _batch_of(record for record, stages in entries if "audit" in stages)
     audited = _audited_ids(audit, audit_due.audit_items())
     due: dict[str, list[Recordable]] = {stage: [] for stage in _STAGES}
@@ -365,22 +354,6 @@ def _batch_of(records: Iterable[Record]) -> _Batch:
     for record in records:
         batch.add(record)
     return batch
-
-
-def _stored_ids(engine: Engine, records: Sequence[Recordable]) -> set[str]:
-    """The ids of `records` that their pool tables already hold."""
-    by_table: dict[Table, list[str]] = defaultdict(list)
-    for record in records:
-        by_table[_TABLES[type(record)]].append(record.id)
-    found: set[str] = set()
-    with engine.connect() as connection:
-        for table, ids in by_table.items():
-            for start in range(0, len(ids), _IDS_PER_QUERY):
-                chunk = ids[start : start + _IDS_PER_QUERY]
-                found.update(
-                    connection.execute(select(table.c.id).where(table.c.id.in_(chunk))).scalars()
-                )
-    return found
 
 
 def _audited_ids(audit: ReplayAudit, items: Iterable[tuple[str, str, Any]]) -> set[str]:
