@@ -163,6 +163,20 @@ def test_cli_ingest_names_a_path_that_is_no_file(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "is not a file" in result.output
 
 
+def test_cli_ingest_names_a_file_it_cannot_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unreadable(path: Path) -> int:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(pool_cli, "count_lines", unreadable)
+    source = tmp_path / "points.jsonl"
+    source.write_text("{}\n")
+    db_url = f"sqlite:///{tmp_path / 'pool.db'}"
+    result = runner.invoke(pool_app, ["ingest", str(source), "--db", db_url])
+    assert result.exit_code == 2 and "Permission denied" in result.output
+
+
 def test_cli_ingest_says_where_to_resume_when_a_worker_dies(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -185,7 +185,10 @@ def ingest(
         raise typer.BadParameter(f"path: {path} does not exist")
     if not path.is_file():
         raise typer.BadParameter(f"path: {path} is not a file")
-    total_lines = count_lines(path)
+    try:
+        total_lines = count_lines(path)
+    except OSError as error:
+        raise typer.BadParameter(f"path: cannot read {path}: {error.strerror}") from None
     processes = _workers(workers, total_lines)
     if processes > 1:
         console.print(f"preparing batches in {processes} worker processes", highlight=False)
