@@ -222,6 +222,7 @@ def test_reading_commands_name_a_missing_database_and_create_none(
         ("foo://bar", "Can't load plugin: sqlalchemy.dialects:foo"),
         ("postgresql+psycopg://someone:secret@127.0.0.1:1/x", "Connection refused"),
         ("no-such-dir/x.db", "unable to open database file"),
+        ("mysql+mysqldb://someone:secret@127.0.0.1:1/x", "its database driver is not installed"),
     ],
 )
 def test_a_database_that_cannot_be_opened_is_named_without_a_traceback(
@@ -319,3 +320,20 @@ def test_missing_api_key_is_a_clear_error(workdir: Path, monkeypatch: pytest.Mon
     assert result.exit_code == 2
     assert "NOPE_KEY_XYZ" in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("command", [["pool", "stats"], ["audit", "verify"]])
+def test_an_unknown_database_kind_is_named_without_a_traceback(
+    workdir: Path, command: list[str]
+) -> None:
+    result = runner.invoke(app, [*command, "--db", "foo://bar"])
+    assert result.exit_code == 2, result.output
+    assert "cannot open foo://bar: Can't load plugin: sqlalchemy.dialects:foo" in result.output
+
+
+def test_an_empty_db_option_is_refused_rather_than_an_in_memory_database(workdir: Path) -> None:
+    source = workdir / "points.jsonl"
+    source.write_text("{}\n")
+    result = runner.invoke(app, ["pool", "ingest", str(source), "--db", ""])
+    assert result.exit_code == 2
+    assert "--db: empty" in result.output

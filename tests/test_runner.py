@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 from agent_agency.config import parse_config
@@ -56,3 +57,32 @@ def test_new_version_inherits_parent_evidence_and_restart_restores_state(tmp_pat
     assert abs(scores["solver@2"] - scores["solver@1"]) < 0.15
     # an agent with no history and no parent starts at the uninformed prior
     assert scores["newcomer@1"] < scores["solver@2"]
+
+
+def test_the_report_names_the_failures_another_agent_took_over_from(tmp_path: Path) -> None:
+    unreachable = {
+        "name": "remote",
+        "backend": "openai_compat",
+        "base_url": "http://127.0.0.1:1/v1",  # nothing listens on port 1: refused at once
+        "model": "m",
+        "capabilities": ["math"],
+    }
+    config = parse_config(
+        {
+            "agents": [unreachable, agent("solver")],
+            "routing": {"strategy": "fallback", "fallback": True},  # the remote agent first
+            "storage": {"url": f"sqlite:///{tmp_path / 'pool.db'}"},
+            "run": {
+                "tasks": 3,
+                "suites": ["arithmetic"],
+                "summary_json": str(tmp_path / "summary.json"),
+            },
+        }
+    )
+    report = asyncio.run(execute_run(RunRequest(config).prepare()))
+    assert report.tasks == 3
+    [(reason, attempts)] = report.fallbacks
+    assert reason.startswith("remote@1: ") and "127.0.0.1:1" in reason
+    assert attempts == 3
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["fallbacks"] == [{"reason": reason, "attempts": 3}]

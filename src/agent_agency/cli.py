@@ -136,6 +136,10 @@ def run(
         console.print("Most common failure reasons:")
         for reason, count in report.failure_reasons:
             console.print(f"  {count:>4} × {reason}", soft_wrap=True, markup=False)
+    if report.fallbacks:
+        console.print("Most common failures another agent took over from:")
+        for reason, count in report.fallbacks:
+            console.print(f"  {count:>4} × {reason}", soft_wrap=True, markup=False)
     if report.spilled:
         err_console.print(
             f"[red]some records could not be written; saved to {report.spilled}[/red] "

@@ -48,6 +48,8 @@ def load_settings(config: Path | None, db: str | None = None) -> AgencyConfig:
         raise fail(error) from None
     if db is None:
         return settings
+    if not db.strip():  # "sqlite:///" would be an in-memory database: everything stored is lost
+        raise fail("--db: empty; give a database URL or a SQLite file path")
     try:
         return parse_config(
             {
@@ -97,7 +99,7 @@ def open_store(settings: AgencyConfig, *, create: bool = True) -> Store:
         )
     try:
         return Store.open(url, settings.pool)
-    except (SQLAlchemyError, CommandError) as error:
+    except (SQLAlchemyError, CommandError, ImportError) as error:
         raise cannot_open(url, error) from None
 
 
@@ -108,6 +110,8 @@ def cannot_open(url: str, error: Exception) -> typer.Exit:
     from sqlalchemy.exc import DBAPIError
 
     reason = str(error.orig if isinstance(error, DBAPIError) else error).strip()
+    if isinstance(error, ImportError):
+        reason = f"its database driver is not installed ({reason})"
     shown = make_url(url).render_as_string(hide_password=True)
     return fail(
         f"storage.url: cannot open {shown}: {(reason or type(error).__name__).splitlines()[0]}"

@@ -65,6 +65,7 @@ class RunReport:
     spilled: list[Path]
     failure_reasons: list[tuple[str, int]]
     unanswered: int
+    fallbacks: list[tuple[str, int]] = field(default_factory=list)  # `_fallbacks`
     summary_error: str | None = None  # why summary_json could not be written
 
     @property
@@ -148,6 +149,7 @@ async def execute_run(
         summary_json=Path(config.run.summary_json),
         spilled=tracker.spilled,
         failure_reasons=_failure_reasons(outcomes),
+        fallbacks=_fallbacks(outcomes),
         unanswered=sum(not outcome.evaluations for outcome in outcomes),
     )
     try:
@@ -168,6 +170,18 @@ def _failure_reasons(outcomes: Sequence[TaskOutcome], shown: int = 3) -> list[tu
     return reasons.most_common(shown)
 
 
+def _fallbacks(outcomes: Sequence[TaskOutcome], shown: int = 3) -> list[tuple[str, int]]:
+    """The most common failures after which another agent took the task ('agent: reason'):
+    an agent that cannot be reached at all only shows up here when fallback rescues its tasks."""
+    reasons: Counter[str] = Counter()
+    for outcome in outcomes:
+        for attempt in outcome.executions[:-1]:
+            if not attempt.success:
+                reason = (attempt.failure_reason or "unknown").splitlines()[0][:160]
+                reasons[f"{attempt.agent}: {reason}"] += 1
+    return reasons.most_common(shown)
+
+
 def write_summary_json(
     report: RunReport, config: AgencyConfig, started_at: str, simulated: bool
 ) -> None:
@@ -180,6 +194,7 @@ def write_summary_json(
         "agents": [spec.key for spec in config.team()],
         "simulated": simulated,
         "failure_reasons": [{"reason": reason, "tasks": n} for reason, n in report.failure_reasons],
+        "fallbacks": [{"reason": reason, "attempts": n} for reason, n in report.fallbacks],
         "summary": [row.model_dump(mode="json") for row in report.summary],
     }
     report.summary_json.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

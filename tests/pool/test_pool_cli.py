@@ -136,7 +136,7 @@ def test_cli_ingest_skips_and_reports_lines_that_are_not_utf8(tmp_path: Path) ->
         "points.jsonl line 2: not UTF-8 text (invalid start byte at byte 1 of the line)"
         in result.output
     )
-    assert "2 accepted, 0 duplicates, 0 quarantined, 1 unreadable lines skipped" in result.output
+    assert "2 accepted, 0 duplicates, 0 quarantined, 1 unreadable line skipped" in result.output
 
 
 def test_stats_of_an_empty_pool_claim_no_clean_data_percentage(tmp_path: Path) -> None:

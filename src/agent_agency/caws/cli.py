@@ -34,11 +34,16 @@ def verify(db: DbOption = None, config: ConfigOption = None) -> None:
     url = load_settings(config, db).storage.url
     missing = missing_sqlite_file(url)
     if missing is not None:
-        raise fail(f"storage.url: no database at {missing}; name one with --db")
-    engine = make_engine(url)
+        raise fail(
+            f"storage.url: no database at {missing}; run `agency run` first, or name one with --db"
+        )
+    try:
+        engine = make_engine(url)
+    except (SQLAlchemyError, ImportError) as error:
+        raise cannot_open(url, error) from None
     try:
         has_log = inspect(engine).has_table("audit_log")
-    except SQLAlchemyError as error:
+    except (SQLAlchemyError, ImportError) as error:
         engine.dispose()
         raise cannot_open(url, error) from None
     try:

@@ -172,7 +172,7 @@ def ingest(
         str,
         typer.Option(
             help="processes preparing batches while this one stores them, or 'auto': one per "
-            f"core besides this one's (at most {AUTO_MAX_WORKERS}) for files of "
+            f"core besides this one's (at least 2, at most {AUTO_MAX_WORKERS}) for files of "
             f"{AUTO_MIN_POINTS:,} lines or more, else none (each takes seconds to start)",
         ),
     ] = "auto",
@@ -228,9 +228,15 @@ def ingest(
         f"{path}: {totals['accepted']} accepted, {totals['duplicates']} duplicates, "
         f"{totals['quarantined']} quarantined"
         + (" (see `agency pool quarantine`)" if totals["quarantined"] else "")
-        + (f", {totals['unreadable']} unreadable lines skipped" if totals["unreadable"] else ""),
+        + _unreadable_note(totals["unreadable"]),
         soft_wrap=True,
     )
+
+
+def _unreadable_note(lines: int) -> str:
+    if not lines:
+        return ""
+    return f", {lines} unreadable line{'s' if lines > 1 else ''} skipped"
 
 
 def _print_rejections(path: Path, chunk: LineBatch, report: IngestReport) -> None:
