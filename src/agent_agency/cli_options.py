@@ -1,5 +1,5 @@
 """What every `agency` command shares: the --config and --db options, loading the settings they
-name, and printing an error that exits with status 2."""
+name, opening the database they name, and printing an error that exits with status 2."""
 
 from __future__ import annotations
 
