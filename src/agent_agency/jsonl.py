@@ -9,18 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 _BOM = b"\xef\xbb\xbf"
 
 
-def raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """(line number, bytes without the line end) for each line of `path`; `OSError` when it
-    cannot be read."""
-    with path.open("rb") as file:
-        for number, raw in enumerate(file, start=1):
-            if number == 1 and raw.startswith(_BOM):
-                raw = raw[len(_BOM) :]
-            yield number, raw.rstrip(b"\r\n")
+def raw_lines(source: Path | BinaryIO) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes without the line end) for each line of a file, or of a stream read
+    to its end (left open); `OSError` when it cannot be read."""
+    if isinstance(source, Path):
+        with source.open("rb") as file:
+            yield from raw_lines(file)
+        return
+    for number, raw in enumerate(source, start=1):
+        if number == 1 and raw.startswith(_BOM):
+            raw = raw[len(_BOM) :]
+        yield number, raw.rstrip(b"\r\n")
 
 
 def decode_line(raw: bytes) -> tuple[str | None, str]:

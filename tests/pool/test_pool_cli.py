@@ -195,3 +195,16 @@ def test_cli_ingest_says_where_to_resume_when_a_worker_dies(
     assert result.exit_code == 1
     assert "a worker process stopped (a worker was killed)" in result.output
     assert "stored up to line 2 (2 accepted)" in result.output
+
+
+def test_cli_ingest_reads_standard_input(tmp_path: Path) -> None:
+    points = [make_point(f"p{i}").model_dump_json() for i in range(3)]
+    db_url = f"sqlite:///{tmp_path / 'pool.db'}"
+    result = runner.invoke(
+        pool_app,
+        ["ingest", "-", "--db", db_url, "--batch", "2"],
+        input="\n".join([points[0], "{not json", *points[1:]]) + "\n",
+    )
+    assert result.exit_code == 0, result.output
+    assert "stdin line 2: type: (point): not valid JSON" in result.output
+    assert "stdin: 3 accepted, 0 duplicates, 1 quarantined" in result.output

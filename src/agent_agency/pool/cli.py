@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
@@ -163,7 +164,10 @@ def _workers(value: str, lines: int) -> int:
 def ingest(
     path: Annotated[
         Path,
-        typer.Argument(help="JSON Lines file, one data point per line (see `agency pool schema`)"),
+        typer.Argument(
+            help="JSON Lines file, one data point per line (see `agency pool schema`); "
+            "'-' reads standard input"
+        ),
     ],
     db: DbOption = None,
     config: ConfigOption = None,
@@ -179,30 +183,28 @@ def ingest(
 ) -> None:
     """Validate, anonymize and store data points; rejected ones go to quarantine.
 
-    The file is read a batch at a time; a line that is not UTF-8 text is reported and skipped.
+    The input is read a batch at a time; a line that is not UTF-8 text is reported and skipped.
+    From standard input, whose length is not known beforehand, `--workers auto` starts none.
     """
-    if not path.exists():
-        raise typer.BadParameter(f"path: {path} does not exist")
-    if not path.is_file():
-        raise typer.BadParameter(f"path: {path} is not a file")
-    try:
-        total_lines = count_lines(path)
-    except OSError as error:
-        raise typer.BadParameter(f"path: cannot read {path}: {error.strerror}") from None
-    processes = _workers(workers, total_lines)
+    from_stdin = str(path) == "-"
+    source = "stdin" if from_stdin else str(path)
+    total_lines = None if from_stdin else _lines_of(path)
+    processes = _workers(workers, total_lines or 0)
     if processes > 1:
         console.print(f"preparing batches in {processes} worker processes", highlight=False)
     totals = {"accepted": 0, "duplicates": 0, "quarantined": 0, "unreadable": 0}
     stored_to_line = 0
     with (
         _open(config, db, create=True) as store,
-        Progress(console=console, transient=True) as progress,
+        Progress(console=console, transient=True, disable=not console.is_terminal) as progress,
     ):
-        task = progress.add_task(f"ingesting {path.name}", total=total_lines)
+        task = progress.add_task(
+            f"ingesting {'stdin' if from_stdin else path.name}", total=total_lines
+        )
         read: deque[LineBatch] = deque()  # batches handed to ingest, not yet reported
 
         def texts() -> Iterator[list[str]]:
-            for line_batch in read_batches(path, batch):
+            for line_batch in read_batches(sys.stdin.buffer if from_stdin else path, batch):
                 read.append(line_batch)
                 yield line_batch.texts
 
@@ -215,22 +217,34 @@ def ingest(
                 totals["duplicates"] += report.duplicates
                 totals["quarantined"] += report.quarantined
                 totals["unreadable"] += len(chunk.unreadable)
-                _print_rejections(path, chunk, report)
+                _print_rejections(source, chunk, report)
         except BrokenProcessPool as error:
             console.print(
-                f"[red]a worker process stopped ({error}); {path} is stored up to line "
+                f"[red]a worker process stopped ({error}); {source} is stored up to line "
                 f"{stored_to_line} ({totals['accepted']} accepted): run the command again "
                 "to ingest the rest (points already stored count as duplicates)",
                 soft_wrap=True,
             )
             raise typer.Exit(1) from error
     console.print(
-        f"{path}: {totals['accepted']} accepted, {totals['duplicates']} duplicates, "
+        f"{source}: {totals['accepted']} accepted, {totals['duplicates']} duplicates, "
         f"{totals['quarantined']} quarantined"
         + (" (see `agency pool quarantine`)" if totals["quarantined"] else "")
         + _unreadable_note(totals["unreadable"]),
         soft_wrap=True,
     )
+
+
+def _lines_of(path: Path) -> int:
+    """How many lines the file to ingest has; a usage error when it is no readable file."""
+    if not path.exists():
+        raise typer.BadParameter(f"path: {path} does not exist")
+    if not path.is_file():
+        raise typer.BadParameter(f"path: {path} is not a file")
+    try:
+        return count_lines(path)
+    except OSError as error:
+        raise typer.BadParameter(f"path: cannot read {path}: {error.strerror}") from None
 
 
 def _unreadable_note(lines: int) -> str:
@@ -239,7 +253,7 @@ def _unreadable_note(lines: int) -> str:
     return f", {lines} unreadable line{'s' if lines > 1 else ''} skipped"
 
 
-def _print_rejections(path: Path, chunk: LineBatch, report: IngestReport) -> None:
+def _print_rejections(source: str, chunk: LineBatch, report: IngestReport) -> None:
     """A batch's quarantined points, then its unreadable lines."""
     for point_id, reasons in report.reasons.items():
         index = report.positions.get(point_id)  # none for a point over its tenant's ε budget
@@ -249,7 +263,7 @@ def _print_rejections(path: Path, chunk: LineBatch, report: IngestReport) -> Non
             line = chunk.lines[index][0]
             where = f"line {line}" if point_id.startswith("#") else f"line {line} ({point_id})"
         console.print(
-            f"[yellow]quarantined[/] {path} {where}: " + "; ".join(reasons), soft_wrap=True
+            f"[yellow]quarantined[/] {source} {where}: " + "; ".join(reasons), soft_wrap=True
         )
     for number, reason in chunk.unreadable:
-        console.print(f"[yellow]skipped[/] {path} line {number}: {reason}", soft_wrap=True)
+        console.print(f"[yellow]skipped[/] {source} line {number}: {reason}", soft_wrap=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from agent_agency.jsonl import decode_line, raw_lines
 
@@ -39,12 +40,12 @@ def count_lines(path: Path) -> int:
     return count + (last != b"\n")
 
 
-def read_batches(path: Path, size: int) -> Iterator[LineBatch]:
-    """The non-blank lines of `path` in batches of `size`, in file order."""
+def read_batches(source: Path | BinaryIO, size: int) -> Iterator[LineBatch]:
+    """The non-blank lines of a file or stream in batches of `size`, in order."""
     if size < 1:
         raise ValueError(f"size: must be at least 1, got {size}")
     batch = LineBatch()
-    for number, raw in raw_lines(path):
+    for number, raw in raw_lines(source):
         batch.last_line = number
         text, problem = decode_line(raw)
         if text is None:
