@@ -7,12 +7,13 @@ validation, so any stage can be used alone and records round-trip through JSON u
 
 from __future__ import annotations
 
+import math
 import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 
 def new_id() -> str:
@@ -39,10 +40,44 @@ TaskType = Annotated[str, Field(max_length=TASK_TYPE_MAX)]
 AgentKey = Annotated[str, Field(max_length=AGENT_MAX)]
 
 
-class Record(BaseModel):
-    """Base of every record: unknown fields are errors, so typos never pass silently."""
+def _non_finite_at(value: dict[str, Any]) -> str | None:
+    """The path of a NaN or infinity inside a decoded JSON object, else None (iterative: the
+    object may be nested deeper than Python's recursion limit)."""
+    stack: list[tuple[str, Any]] = [(str(key), item) for key, item in value.items()]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return path
+        elif isinstance(item, dict):
+            stack.extend((f"{path}.{key}", inner) for key, inner in item.items())
+        elif isinstance(item, list | tuple):
+            stack.extend((f"{path}.{index}", inner) for index, inner in enumerate(item))
+    return None
 
-    model_config = ConfigDict(extra="forbid")
+
+def _finite_json(value: dict[str, Any]) -> dict[str, Any]:
+    found = _non_finite_at(value)
+    if found is not None:
+        raise ValueError(
+            f"{found} is not a finite number (NaN and infinities have no JSON form: "
+            "stored, they would become null)"
+        )
+    return value
+
+
+JsonObject = Annotated[dict[str, Any], AfterValidator(_finite_json)]
+"""A free-form JSON object; its numbers must be finite, like every float field of a record."""
+
+
+class Record(BaseModel):
+    """Base of every record: unknown fields are errors, so typos never pass silently.
+
+    Floats must be finite: a record is stored and exchanged as JSON, which has no NaN or
+    infinity (pydantic writes them as null, and the record would no longer load).
+    """
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -66,7 +101,7 @@ class ToolSpec(Record):
 
     name: str
     description: str
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: JsonObject = Field(default_factory=lambda: {"type": "object", "properties": {}})
 
 
 class GraderSpec(Record):
@@ -77,7 +112,7 @@ class GraderSpec(Record):
     """
 
     kind: str
-    reference: dict[str, Any] = Field(default_factory=dict)
+    reference: JsonObject = Field(default_factory=dict)
 
 
 class Task(Record):
@@ -95,7 +130,7 @@ class Task(Record):
     features: dict[str, float] = Field(
         default_factory=dict, description="extra numeric context for contextual routing"
     )
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: JsonObject = Field(default_factory=dict)
 
 
 class Message(Record):
@@ -109,7 +144,7 @@ class Message(Record):
 class ToolCall(Record):
     id: str = Field(default_factory=new_id)
     name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: JsonObject = Field(default_factory=dict)
 
 
 class Completion(Record):
@@ -390,7 +425,7 @@ class Span(Record):
     name: str
     start: datetime = Field(default_factory=utcnow)
     end: datetime | None = None
-    attributes: dict[str, Any] = Field(default_factory=dict)
+    attributes: JsonObject = Field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------------------------
@@ -458,7 +493,7 @@ class DataPoint(Record):
     rl_labels: RLLabels
     tenant_id: str = Field(default="default", max_length=TENANT_MAX)
     caws_compliant: bool
-    anonymization_policy: dict[str, Any] | None = Field(
+    anonymization_policy: JsonObject | None = Field(
         default=None, description="the policy applied before storage; None if not anonymized"
     )
 

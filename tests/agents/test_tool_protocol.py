@@ -102,6 +102,17 @@ def test_a_bare_value_binds_to_the_only_required_parameter() -> None:
     assert parse_tool_calls("CALL pair 12", [pair]) == []
 
 
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])
+def test_arguments_holding_a_non_finite_number_are_unreadable(value: str) -> None:
+    # Python's json reads these; a record refuses them (they would be stored as null)
+    pair = ToolSpec(
+        name="pair",
+        description="Two required values.",
+        parameters={"properties": {"a": {}, "b": {}}, "required": ["a", "b"]},
+    )
+    assert parse_tool_calls(f'CALL pair {{"a": 1, "b": {value}}}', [pair]) == []
+
+
 def test_format_tool_call_round_trips() -> None:
     call = ToolCall(name="search", arguments={"query": "naïve", "limit": 2})
     parsed = _one(format_tool_call(call))

@@ -17,7 +17,11 @@ import openai
 
 from agent_agency.agents.base import BackendError
 from agent_agency.agents.decoding import resolve_decoding
-from agent_agency.agents.tool_protocol import parse_tool_calls, render_tool_instructions
+from agent_agency.agents.tool_protocol import (
+    JSON_DECODER,
+    parse_tool_calls,
+    render_tool_instructions,
+)
 from agent_agency.records import AgentSpec, Completion, Message, ToolCall, ToolSpec
 
 BASE_URL_ENV = "OPENAI_BASE_URL"
@@ -84,7 +88,7 @@ def _native_calls(raw_calls: Any, tools: list[ToolSpec]) -> list[ToolCall]:
         function = raw.function
         arguments: Any = function.arguments or "{}"
         try:
-            decoded = json.loads(arguments) if isinstance(arguments, str) else arguments
+            decoded = JSON_DECODER.decode(arguments) if isinstance(arguments, str) else arguments
         except ValueError:
             # Some servers put non-JSON arguments here; read them as the text protocol would.
             recovered = parse_tool_calls(f"CALL {function.name} {arguments}", tools)

@@ -155,10 +155,19 @@ def _bind(value: Any, tool: ToolSpec) -> dict[str, Any] | None:
     return {parameter: value} if parameter is not None else None
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+# Python's json reads NaN and Infinity; a record refuses them (they have no JSON form), so tool
+# call arguments holding them are unreadable, like any other text that is not JSON.
+JSON_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+
+
 def _loads(text: str) -> Any:
     """JSON, or a Python literal (single quotes, True/None); None when neither parses."""
     try:
-        return json.loads(text)
+        return JSON_DECODER.decode(text)
     except ValueError:
         pass
     try:
@@ -231,7 +240,6 @@ def _first_json_value(text: str) -> Any:
 
 def _json_values(text: str, taken: list[tuple[int, int]]) -> list[tuple[int, int, Any]]:
     """Top-level `{...}` / `[...]` values in `text` outside `taken`, JSON or Python literals."""
-    decoder = json.JSONDecoder()
     values: list[tuple[int, int, Any]] = []
     index = 0
     while index < len(text):
@@ -241,7 +249,7 @@ def _json_values(text: str, taken: list[tuple[int, int]]) -> list[tuple[int, int
             continue
         end: int | None
         try:
-            value, end = decoder.raw_decode(text, index)
+            value, end = JSON_DECODER.raw_decode(text, index)
         except ValueError:
             end = _closing_bracket(text, index)
             value = _loads(text[index:end]) if end is not None else None
