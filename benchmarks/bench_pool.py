@@ -26,7 +26,7 @@ from sqlalchemy import text
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "pool"))
 from pool_records import make_point  # noqa: E402
 
-from agent_agency.config import AnonymizationPolicy, PoolSettings  # noqa: E402
+from agent_agency.config import DEFAULT_PHONE_REGIONS, AnonymizationPolicy, PoolSettings  # noqa: E402
 from agent_agency.pool import pii, schema  # noqa: E402
 from agent_agency.pool.anonymize import Anonymizer  # noqa: E402
 from agent_agency.pool.engine import RawJson  # noqa: E402
@@ -459,7 +459,7 @@ def bench_presidio_share(n: int) -> tuple[float, float]:
     timings = []
     for text_ in asked[:200]:
         start = time.perf_counter()
-        pii._presidio_findings(text_, pii.DEFAULT_PHONE_REGIONS, pii._own_scan(text_))
+        pii._presidio_findings(text_, DEFAULT_PHONE_REGIONS, pii._own_scan(text_))
         timings.append((time.perf_counter() - start) * 1000)
     return len(asked) / n, float(np.percentile(timings, 50)) if timings else 0.0
 

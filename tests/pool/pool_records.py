@@ -18,7 +18,9 @@ from agent_agency.records import (
     TurnData,
 )
 
-T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+# Yesterday at noon: inside the pool's retention window whenever the tests run, and hours away
+# from a day boundary.
+T0 = (datetime.now(UTC) - timedelta(days=1)).replace(hour=12, minute=0, second=0, microsecond=0)
 
 
 def make_task(task_id: str = "t1", task_type: str = "math") -> Task:

@@ -17,7 +17,7 @@ from pool_records import make_point
 from pydantic import ValidationError
 from sqlalchemy import select
 
-from agent_agency.config import AnonymizationPolicy, PoolSettings
+from agent_agency.config import DEFAULT_PHONE_REGIONS, AnonymizationPolicy, PoolSettings
 from agent_agency.pool import pii, schema
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.ingest_workers import ingest_batches, prepare_as_worker
@@ -160,7 +160,7 @@ def test_phone_regions_setting_reaches_presidio(db_url: str) -> None:
     international = "+44 7400 123456"
     prompt = f"call {national_gb} or {international}"
     with Store.open(db_url) as default_store:
-        assert default_store.settings.pii_phone_regions == list(pii.DEFAULT_PHONE_REGIONS)
+        assert default_store.settings.pii_phone_regions == list(DEFAULT_PHONE_REGIONS)
         default_store.ingest([make_point("d", prompt=prompt)])
         [default_row] = _stored_rows(default_store)
     assert national_gb not in str(default_row) and "7400 123456" not in str(default_row)

@@ -4,10 +4,11 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from pool_records import make_point
+from pool_records import T0, make_point
 from sqlalchemy import func, select
 
 from agent_agency.pool import schema, tiers
+from agent_agency.pool.prepare import prepare_batch
 from agent_agency.pool.queries import (
     BatchCriteria,
     collection_metrics,
@@ -37,7 +38,12 @@ def spread(store: Store) -> list[Any]:
         )
         for i, age in enumerate(ages)
     ]
-    assert store.ingest(points).accepted == len(points)
+    # The pool takes points younger than its warm tier's 90 days: the old ones arrived 20 days ago.
+    arrived = [NOW - timedelta(days=20) if age > 90 else NOW for age in ages]
+    for when in sorted(set(arrived)):
+        batch = [point for point, at in zip(points, arrived, strict=True) if at == when]
+        report = store.commit(prepare_batch(batch, store.anonymizer, store.settings, now=when))
+        assert report.accepted == len(batch)
     return points
 
 
@@ -133,6 +139,6 @@ def test_validate_quality_and_collection_metrics(store: Store) -> None:
     assert metrics.quarantined == 2
     assert metrics.valid_data_percentage == pytest.approx(100 * 19 / 21)
     assert metrics.schema_validation_failures == 1
-    assert metrics.data_points_per_day == {"2026-11-20": 19}
+    assert metrics.data_points_per_day == {T0.date().isoformat(): 19}
     assert metrics.complexity_distribution == {"trivial": 0, "standard": 19, "complex": 0}
     assert metrics.agents_covered == 1

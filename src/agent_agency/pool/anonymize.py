@@ -10,23 +10,38 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
+import re
 from collections.abc import Callable, Sequence
 from itertools import chain
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from agent_agency.config import AnonymizationPolicy
+from agent_agency.config import DEFAULT_PHONE_REGIONS, AnonymizationPolicy
 from agent_agency.pool.code_identifiers import IdentifierRenamer
-from agent_agency.pool.pii import CACHE_MAX_CHARS, CACHE_SIZE, DEFAULT_PHONE_REGIONS, redact
+from agent_agency.pool.pii import CACHE_MAX_CHARS, CACHE_SIZE, redact
 from agent_agency.pool.validation import free_texts
 from agent_agency.records import DataPoint, Message
 
 TENANT_HASH_PREFIX = "t_"
 
 
+_HASHED_TENANT = re.compile(rf"{TENANT_HASH_PREFIX}[0-9a-f]{{62}}")
+# A timestamp in a rejected point's payload is kept as it is: its digit groups look like a phone
+# number to the redactor ("23:38:14.123456").
+_ISO_TIMESTAMP = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+)
+
+
 def hash_tenant(tenant_id: str, secret: bytes) -> str:
-    """The tenant id as a keyed HMAC-SHA256 hash, 64 characters with its prefix."""
+    """The tenant id as a keyed HMAC-SHA256 hash, 64 characters with its prefix.
+
+    An id already in that form is returned as it is, so a point anonymized before (by this pool or
+    another) keeps its tenant.
+    """
+    if _HASHED_TENANT.fullmatch(tenant_id):
+        return tenant_id
     digest = hmac.new(secret, tenant_id.encode(), hashlib.sha256).hexdigest()
     return TENANT_HASH_PREFIX + digest[:62]
 
@@ -213,6 +228,8 @@ class Anonymizer:
         """Any JSON value (e.g. a rejected point) with PII removed from every string in it."""
 
         def scrub(text: str) -> str:
+            if _ISO_TIMESTAMP.fullmatch(text):
+                return text
             return redact(text, phone_regions=self.phone_regions)[0]
 
         scrubbed = _map_strings(payload, scrub)

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from agent_agency.config import DEFAULT_PHONE_REGIONS
+
 # Each Presidio entity is only asked for when its cheap trigger matches somewhere in the text.
 PRESIDIO_TRIGGERS: dict[str, re.Pattern[str]] = {
     "EMAIL_ADDRESS": re.compile(r"@"),
@@ -71,7 +73,9 @@ _STREET_SUFFIX = (
     r"(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|"
     r"Terrace|Parkway|Pkwy|Square|Sq|Highway|Hwy|Circle|Cir)"
 )
-_CARD = re.compile(r"(?=\d)(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
+# Not glued to letters, like Presidio's (\b): hex digests and ids hold 13 digits in a row often
+# enough, and one in ten of those runs passes the Luhn check.
+_CARD = re.compile(r"(?=\d)(?<![\w-])(?:\d[ -]?){12,18}\d(?![\w-])")
 _OWN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("URL", re.compile(r"(?=[hw])\b(?:https?://|www\.)[^\s<>\"'`)\]]+")),
     ("EMAIL_ADDRESS", re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")),
@@ -166,8 +170,6 @@ def _own_findings(text: str) -> list[Finding]:
 
 
 _ANY_TRIGGER = re.compile("|".join(f"(?:{t.pattern})" for t in PRESIDIO_TRIGGERS.values()))
-# Presidio's own default for its phone recognizer (`phonenumbers` matching run once per region).
-DEFAULT_PHONE_REGIONS: tuple[str, ...] = ("US", "GB", "DE", "FR", "IL", "IN", "CA", "BR")
 _analyzers: dict[tuple[str, ...], Any] = {}
 _analyzer_lock = threading.Lock()
 
@@ -347,8 +349,18 @@ def _entities_cached(text: str) -> tuple[str, ...]:
     return tuple(sorted({finding.entity for finding in find_pii(text, use_presidio=False)}))
 
 
+# Letters, digits and '_' only (ids, names of agents and task types). Of our recognizers only the
+# card number can match such a word: each of the others needs another character ('@', '.', ':',
+# '/', '(', '=', whitespace, or a separator between digit groups; see the table above), and a card
+# number cannot touch a letter, so it would be the whole word. Unique ids take this path instead
+# of the scan cache, which they would flush.
+_WORD = re.compile(r"\w+", re.ASCII)
+
+
 def pii_entities(text: str) -> tuple[str, ...]:
     """The entity types our own recognizers find in `text`, sorted (the privacy gate's check)."""
+    if _WORD.fullmatch(text) and not text.isdigit():
+        return ()
     if not _flagged(text):
         return ()
     if len(text) > CACHE_MAX_CHARS:

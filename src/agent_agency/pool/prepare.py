@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from agent_agency.pool.validation import (
     batch_privacy_reasons,
     parse_point,
     structural_reasons,
+    timestamp_reasons,
 )
 from agent_agency.records import DataPoint, utcnow
 
@@ -73,7 +75,7 @@ def data_point_row(point: DataPoint, tier: str) -> dict[str, Any]:
 
 def quarantine_row(point_id: str | None, payload: Any, reasons: list[str]) -> dict[str, Any]:
     """A quarantine row for a rejected input (`payload` already scrubbed of PII)."""
-    document = json.dumps(payload, sort_keys=True, default=str)
+    document = json.dumps(_finite(payload), sort_keys=True, default=str, allow_nan=False)
     # The same rejected input quarantined twice is one row: the id is a digest of it.
     digest = hashlib.sha256(f"{document}|{reasons}".encode()).hexdigest()[:32]
     return {
@@ -86,6 +88,18 @@ def quarantine_row(point_id: str | None, payload: Any, reasons: list[str]) -> di
         "payload": RawJson(document),
         "reasons": reasons,
     }
+
+
+def _finite(value: Any) -> Any:
+    """`value` with NaN and ±Infinity (which Python's json reads and writes but JSON does not allow,
+    nor PostgreSQL's json type) as the strings "NaN", "Infinity" and "-Infinity"."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    return value
 
 
 def _as_payload(raw: RawPoint) -> Any:
@@ -119,6 +133,7 @@ class PreparedBatch:
 
     report: IngestReport = field(default_factory=IngestReport)
     ids: list[str] = field(default_factory=list)  # passed every gate, in input order
+    clean_positions: list[int] = field(default_factory=list)  # their indices in the batch
     rejected: list[dict[str, Any]] = field(default_factory=list)  # quarantine rows
     rows: dict[str, dict[str, Any]] | None = None  # by point id (each id once)
     sqlite_parameters: list[tuple[Any, ...]] | None = None  # `rows` bound for SQLite, rows None
@@ -145,10 +160,20 @@ def collector_paused() -> Iterator[None]:
 
 
 def prepare_batch(
-    points: Sequence[RawPoint], anonymizer: Anonymizer, settings: PoolSettings
+    points: Sequence[RawPoint],
+    anonymizer: Anonymizer,
+    settings: PoolSettings,
+    now: datetime | None = None,
 ) -> PreparedBatch:
     """The database-free part of ingest: gates, anonymization, quarantine rows, and the data
-    point rows when no reward noise is to be added (noise needs the tenant's ledger)."""
+    point rows when no reward noise is to be added (noise needs the tenant's ledger).
+
+    Every point is anonymized under `anonymizer`'s policy, also one that records a policy of its
+    own (anonymizing again changes nothing that was anonymized). `now` is the time of ingest
+    (default: the clock's), which the timestamps are checked against and tiers count from.
+    """
+    now = utcnow() if now is None else now
+    max_age = timedelta(days=settings.warm_days)
     prepared = PreparedBatch()
     # (index, raw input, reasons) of every rejected point, quarantined in input order
     failures: list[tuple[int, RawPoint, list[str]]] = []
@@ -156,21 +181,14 @@ def prepare_batch(
     for index, raw in enumerate(points):
         point, reasons = parse_point(raw)
         if point is not None:
-            reasons = structural_reasons(point)
+            reasons = structural_reasons(point) + timestamp_reasons(point, now, max_age)
         if point is not None and not reasons:
             passed.append((index, raw, point))
         else:
             failures.append((index, raw, reasons))
     # Anonymize the batch at once (each distinct string cleaned once), then the privacy gate
     # (each distinct string checked once).
-    views = iter(
-        anonymizer.anonymized_views(
-            [point for _, _, point in passed if point.anonymization_policy is None]
-        )
-    )
-    anonymized = [
-        next(views) if point.anonymization_policy is None else point for _, _, point in passed
-    ]
+    anonymized = anonymizer.anonymized_views([point for _, _, point in passed])
     clean = []
     for (index, raw, _), point, reasons in zip(
         passed, anonymized, batch_privacy_reasons(anonymized), strict=True
@@ -179,6 +197,7 @@ def prepare_batch(
             failures.append((index, raw, reasons))
         else:
             clean.append(point)
+            prepared.clean_positions.append(index)
     for index, raw, reasons in sorted(failures, key=lambda failure: failure[0]):
         raw_payload = _as_payload(raw)
         point_id = _own_id(raw_payload)
@@ -192,13 +211,16 @@ def prepare_batch(
     if settings.anonymization.reward_noise:
         prepared.points = clean
     else:
-        prepared.rows = point_rows(clean, settings)
+        prepared.rows = point_rows(clean, settings, now)
     return prepared
 
 
-def point_rows(points: list[DataPoint], settings: PoolSettings) -> dict[str, dict[str, Any]]:
-    """Data point rows by point id (the first of a repeated id), in input order."""
-    now = utcnow()
+def point_rows(
+    points: list[DataPoint], settings: PoolSettings, now: datetime | None = None
+) -> dict[str, dict[str, Any]]:
+    """Data point rows by point id (the first of a repeated id), in input order; tiers counted
+    from `now` (default: the clock's)."""
+    now = utcnow() if now is None else now
     rows: dict[str, dict[str, Any]] = {}
     for point in points:
         if point.id not in rows:

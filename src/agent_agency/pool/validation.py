@@ -1,8 +1,10 @@
 """Validation gates a data point passes before it enters the pool.
 
-Completeness and type safety come from parsing the raw point; bounds, consistency and privacy are
-checked on the parsed (anonymized) point, because records do not re-validate on assignment. Every
-reason is reported, prefixed with its gate and the field it concerns.
+Completeness and type safety come from parsing the raw point; bounds, consistency and retention
+(a timestamp neither in the future nor past the warm tier) are checked on the parsed point, because
+records do not re-validate on assignment; privacy on the anonymized point, in its free text and in
+every other string (ids, names, tool call arguments). Every reason is reported, prefixed with its
+gate and the field it concerns.
 """
 
 from __future__ import annotations
@@ -10,12 +12,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime, timedelta
 from itertools import chain
 from typing import Any
 
 from pydantic import ValidationError
 
 from agent_agency.pool.pii import pii_entities
+from agent_agency.pool.timestamps import to_utc
 from agent_agency.records import DataPoint, RubricScores
 
 _BOUND_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
@@ -93,6 +97,7 @@ def _unit_values(point: DataPoint) -> list[Any]:
         point.execution.tool_call_success_rate,
         *[gate.score for gate in evaluation.gates],
         *[getattr(rubric, name) for name in _RUBRIC_SCORES],
+        *point.rl_labels.turn_rewards,
     ]
 
 
@@ -102,6 +107,7 @@ def _unit_names(point: DataPoint) -> list[str]:
         *_UNIT_FIELDS,
         *[f"evaluation.gates.{index}.score" for index in range(len(evaluation.gates))],
         *[f"evaluation.rubric.{name}" for name in _RUBRIC_SCORES],
+        *[f"rl_labels.turn_rewards.{index}" for index in range(len(point.rl_labels.turn_rewards))],
     ]
 
 
@@ -131,12 +137,22 @@ def _non_negative_number(value: Any) -> bool:
         return False
 
 
+def _finite(value: Any) -> bool:
+    try:
+        return math.isfinite(value)
+    except TypeError:
+        return False
+
+
 def bounds_reasons(point: DataPoint) -> list[str]:
     units = _unit_values(point)
     counts = _non_negative(point)
+    advantages = point.rl_labels.advantages or []
     try:  # the common case, decided without naming the fields (the predicates below, inlined)
-        if all(0.0 <= value <= 1.0 for value in units) and all(
-            0 <= value < math.inf for _, value in counts
+        if (
+            all(0.0 <= value <= 1.0 for value in units)
+            and all(0 <= value < math.inf for _, value in counts)
+            and all(math.isfinite(value) for value in advantages)
         ):
             return []
     except TypeError:  # a value that is not a number: named below
@@ -148,6 +164,11 @@ def bounds_reasons(point: DataPoint) -> list[str]:
     for field, value in counts:
         if not _non_negative_number(value):
             reasons.append(f"bounds: {field}: {value!r} must be a non-negative number")
+    for index, value in enumerate(advantages):
+        if not _finite(value):
+            reasons.append(
+                f"bounds: rl_labels.advantages.{index}: {value!r} is not a finite number"
+            )
     return reasons
 
 
@@ -173,11 +194,35 @@ def consistency_reasons(point: DataPoint) -> list[str]:
         reasons.append(
             "consistency: execution.tool_call_success_rate: no tool calls but a partial rate"
         )
+    if not point.id:
+        reasons.append("completeness: id: empty id")
     if point.routing.selected_agent == "":
         reasons.append("completeness: routing.selected_agent: empty agent name")
     if not point.task.task_type:
         reasons.append("completeness: task.task_type: empty task type")
     return reasons
+
+
+# Clocks of the machines that record points may run a little ahead of the pool's.
+FUTURE_TOLERANCE = timedelta(hours=1)
+
+
+def timestamp_reasons(point: DataPoint, now: datetime, max_age: timedelta) -> list[str]:
+    """Reasons when the point's timestamp is in the future or older than `max_age`.
+
+    The pool keeps a point's row for `max_age` (the warm tier's age limit) and then only daily
+    aggregates: an older point would be counted in them without ever being usable, and one whose
+    row was already compacted would be counted twice.
+    """
+    timestamp = to_utc(point.timestamp)
+    if timestamp > now + FUTURE_TOLERANCE:
+        return [f"bounds: timestamp: {timestamp.isoformat()} is in the future"]
+    if timestamp < now - max_age:
+        return [
+            f"retention: timestamp: {timestamp.isoformat()} is older than the "
+            f"{max_age.days} days the pool keeps data points (pool.warm_days)"
+        ]
+    return []
 
 
 def free_text_fields(point: DataPoint) -> Iterator[tuple[str, str]]:
@@ -203,6 +248,80 @@ def free_texts(point: DataPoint) -> list[str]:
     return texts
 
 
+def identifying_fields(point: DataPoint) -> Iterator[tuple[str, str]]:
+    """Every string of a point that is neither free text nor a timestamp, with its path: ids,
+    names, types, requirements, tool call arguments.
+
+    Anonymization leaves most of them as they are (ids join records, names group statistics), so
+    PII in one of them rejects the point. Tool call arguments are cleaned like free text.
+    """
+    task, routing = point.task, point.routing
+    yield "id", point.id
+    yield "tenant_id", point.tenant_id
+    yield "task.task_id", task.task_id
+    yield "task.task_type", task.task_type
+    yield "task.suite", task.suite
+    for index, requirement in enumerate(task.requirements):
+        yield f"task.requirements.{index}", requirement
+    if routing.decision_id is not None:
+        yield "routing.decision_id", routing.decision_id
+    yield "routing.selected_agent", routing.selected_agent
+    yield "routing.strategy", routing.strategy
+    yield "execution.execution_id", point.execution.execution_id
+    yield "evaluation.evaluation_id", point.evaluation.evaluation_id
+    for index, gate in enumerate(point.evaluation.gates):
+        yield f"evaluation.gates.{index}.name", gate.name
+    for index, message in enumerate(task.conversation):
+        where = f"task.conversation.{index}"
+        if message.name is not None:
+            yield f"{where}.name", message.name
+        if message.tool_call_id is not None:
+            yield f"{where}.tool_call_id", message.tool_call_id
+        for number, call in enumerate(message.tool_calls):
+            yield f"{where}.tool_calls.{number}.id", call.id
+            yield f"{where}.tool_calls.{number}.name", call.name
+            yield from _json_strings(f"{where}.tool_calls.{number}.arguments", call.arguments)
+
+
+def identifying_values(point: DataPoint) -> list[str]:
+    """The values of `identifying_fields(point)`, in the same order, without their paths (built
+    without them: this is the privacy gate's common case)."""
+    task, routing = point.task, point.routing
+    values = [point.id, point.tenant_id, task.task_id, task.task_type, task.suite]
+    values += task.requirements
+    if routing.decision_id is not None:
+        values.append(routing.decision_id)
+    values += (
+        routing.selected_agent,
+        routing.strategy,
+        point.execution.execution_id,
+        point.evaluation.evaluation_id,
+    )
+    values += [gate.name for gate in point.evaluation.gates]
+    for message in task.conversation:
+        if message.name is not None:
+            values.append(message.name)
+        if message.tool_call_id is not None:
+            values.append(message.tool_call_id)
+        for call in message.tool_calls:
+            values += (call.id, call.name)
+            values += [value for _, value in _json_strings("", call.arguments)]
+    return values
+
+
+def _json_strings(path: str, value: Any) -> Iterator[tuple[str, str]]:
+    """Every string in a JSON value (keys included), with its path."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _json_strings(f"{path}.{index}", item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield f"{path}.{key}", str(key)
+            yield from _json_strings(f"{path}.{key}", item)
+
+
 def privacy_reasons(point: DataPoint) -> list[str]:
     """PII still present after anonymization (our fast recognizers; types only, never values)."""
     return batch_privacy_reasons([point])[0]
@@ -210,7 +329,7 @@ def privacy_reasons(point: DataPoint) -> list[str]:
 
 def batch_privacy_reasons(points: Sequence[DataPoint]) -> list[list[str]]:
     """`privacy_reasons` of each point, checking each distinct string of the batch once."""
-    texts = [free_texts(point) for point in points]
+    texts = [free_texts(point) + identifying_values(point) for point in points]
     entities = {text: pii_entities(text) for text in set(chain.from_iterable(texts))}
     flagged = {text for text, found in entities.items() if found}
     return [
@@ -218,7 +337,7 @@ def batch_privacy_reasons(points: Sequence[DataPoint]) -> list[list[str]]:
         if flagged.isdisjoint(point_texts)
         else [
             f"privacy: {field}: contains {', '.join(entities[text])}"
-            for field, text in free_text_fields(point)
+            for field, text in chain(free_text_fields(point), identifying_fields(point))
             if entities[text]
         ]
         for point, point_texts in zip(points, texts, strict=True)
@@ -228,8 +347,3 @@ def batch_privacy_reasons(points: Sequence[DataPoint]) -> list[list[str]]:
 def structural_reasons(point: DataPoint) -> list[str]:
     """Reasons from the bounds and consistency gates."""
     return bounds_reasons(point) + consistency_reasons(point)
-
-
-def check_point(point: DataPoint) -> list[str]:
-    """Reasons from the bounds, consistency and privacy gates (empty when the point is clean)."""
-    return structural_reasons(point) + privacy_reasons(point)

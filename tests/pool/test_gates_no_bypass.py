@@ -1,0 +1,237 @@
+"""What a point cannot bring into the pool: a policy of its own that skips anonymization, PII in
+its ids and names, rewards out of bounds, an empty id, timestamps outside retention; and what
+quarantine keeps of it (valid JSON, timestamps intact)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pool_records import make_point
+from sqlalchemy import func, select
+
+from agent_agency.config import AnonymizationPolicy
+from agent_agency.pool import schema
+from agent_agency.pool.anonymize import Anonymizer, hash_tenant
+from agent_agency.pool.pii import find_pii, pii_entities
+from agent_agency.pool.prepare import prepare_batch
+from agent_agency.pool.store import Store
+from agent_agency.pool.tiers import compact
+from agent_agency.pool.validation import (
+    free_text_fields,
+    free_texts,
+    identifying_fields,
+    identifying_values,
+)
+from agent_agency.records import DataPoint, Message, ToolCall, utcnow
+
+
+def _payloads(store: Store) -> dict[str, dict[str, Any]]:
+    table = schema.data_points
+    with store.engine.connect() as connection:
+        rows = connection.execute(select(table.c.id, table.c.payload))
+        return {point_id: dict(payload) for point_id, payload in rows}
+
+
+def _quarantined(store: Store) -> list[tuple[str | None, Any, list[str]]]:
+    table = schema.quarantine
+    with store.engine.connect() as connection:
+        query = select(table.c.point_id, table.c.payload, table.c.reasons)
+        return [(row[0], row[1], list(row[2])) for row in connection.execute(query)]
+
+
+def _point_with_raw_pii(point_id: str) -> DataPoint:
+    point = make_point(point_id, prompt="Mail ivan@example.com the total.", tenant="acme-real")
+    point.task.conversation = [
+        Message(role="user", content=point.task.prompt, name="heidi"),
+        Message(
+            role="assistant",
+            tool_calls=[ToolCall(id="c1", name="send", arguments={"to": "ivan@example.com"})],
+        ),
+    ]
+    return point
+
+
+def test_a_point_recording_its_own_policy_is_anonymized_all_the_same(store: Store) -> None:
+    raw = _point_with_raw_pii("raw")
+    claims = raw.model_copy(update={"id": "claims", "anonymization_policy": {}})
+    report = store.ingest([claims, raw])
+    assert report.accepted == 2, report.reasons
+    payloads = _payloads(store)
+    assert payloads["claims"] == {**payloads["raw"], "id": "claims"}  # no head start for a claim
+    stored = payloads["claims"]
+    assert stored["anonymization_policy"] == AnonymizationPolicy().model_dump()
+    assert stored["tenant_id"].startswith("t_") and "acme" not in json.dumps(stored)
+    assert "ivan@example.com" not in json.dumps(stored)
+    assert stored["task"]["conversation"][0]["name"] is None
+
+
+def test_anonymizing_an_anonymized_point_changes_nothing(store: Store) -> None:
+    assert store.ingest([_point_with_raw_pii("p1")]).accepted == 1
+    once = _payloads(store)["p1"]
+    again = store.anonymizer.anonymize(DataPoint.model_validate(once))
+    assert again.model_dump(mode="json") == once
+
+
+def test_a_hashed_tenant_is_not_hashed_again() -> None:
+    hashed = hash_tenant("acme", b"one secret")
+    assert hash_tenant(hashed, b"another secret") == hashed
+    assert hash_tenant("acme", b"another secret") != hashed
+
+
+@pytest.mark.parametrize(
+    ("field", "change"),
+    [
+        ("routing.selected_agent", lambda p: p.routing.__setattr__("selected_agent", "ann@x.org")),
+        ("task.task_id", lambda p: p.task.__setattr__("task_id", "call 415-555-0132")),
+        ("task.suite", lambda p: p.task.__setattr__("suite", "/home/jane/suite.jsonl")),
+        (
+            "evaluation.gates.0.name",
+            lambda p: p.evaluation.gates[0].__setattr__("name", "Dr. Watson"),
+        ),
+        (
+            "task.conversation.0.tool_calls.0.arguments.ann@x.org",
+            lambda p: p.task.conversation.append(
+                Message(
+                    role="assistant", tool_calls=[ToolCall(name="f", arguments={"ann@x.org": 1})]
+                )
+            ),
+        ),
+    ],
+)
+def test_pii_in_an_id_or_name_quarantines_the_point_naming_the_field(
+    store: Store, field: str, change: Any
+) -> None:
+    point = make_point("leaky")
+    point.task.conversation = []
+    change(point)
+    report = store.ingest([point])
+    assert report.accepted == 0
+    [reason] = [r for r in report.reasons["leaky"] if r.startswith("privacy:")]
+    assert reason.startswith(f"privacy: {field}: contains ")
+
+
+def test_random_hex_ids_are_never_taken_for_pii() -> None:
+    ids = [uuid.uuid4().hex for _ in range(20_000)]
+    assert [i for i in ids if pii_entities(i) or find_pii(i, use_presidio=False)] == []
+
+
+@given(st.from_regex(r"[A-Za-z0-9_]{1,40}", fullmatch=True))
+def test_the_word_shortcut_agrees_with_the_full_scan(word: str) -> None:
+    full = tuple(sorted({f.entity for f in find_pii(word, use_presidio=False)}))
+    assert pii_entities(word) == full
+
+
+def test_a_card_number_standing_alone_is_still_found_in_an_id() -> None:
+    assert pii_entities("4111111111111111") == ("CREDIT_CARD",)
+    assert pii_entities("order a4111111111111111") == ()  # glued to a letter: an id, not a card
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"id": ""}, "completeness: id: empty id"),
+        (
+            {"rl_labels": {"reward": 0.5, "turn_rewards": [5.0, 0.5]}},
+            "bounds: rl_labels.turn_rewards.0: 5.0 is outside [0, 1]",
+        ),
+    ],
+)
+def test_gates_reject_an_empty_id_and_turn_rewards_out_of_bounds(
+    store: Store, change: dict[str, Any], reason: str
+) -> None:
+    document = {**make_point("p").model_dump(mode="json"), **change}
+    report = store.ingest([json.dumps(document)])
+    assert report.accepted == 0
+    assert reason in next(iter(report.reasons.values()))
+
+
+def test_a_record_changed_after_validation_cannot_bring_a_non_finite_advantage(
+    store: Store,
+) -> None:
+    point = make_point("p")
+    point.rl_labels.advantages = [0.5, float("nan")]  # assignment does not re-validate
+    report = store.ingest([point])
+    assert report.reasons["p"] == ["bounds: rl_labels.advantages.1: nan is not a finite number"]
+
+
+def test_timestamps_in_the_future_or_past_retention_are_quarantined(store: Store) -> None:
+    now = utcnow()
+    future = make_point("future", when=now + timedelta(days=2))
+    ancient = make_point("ancient", when=now - timedelta(days=91))
+    skewed = make_point("skewed", when=now + timedelta(minutes=30))  # a clock a little ahead
+    report = store.ingest([future, ancient, skewed])
+    assert report.accepted == 1
+    assert report.reasons["future"] == [
+        f"bounds: timestamp: {future.timestamp.isoformat()} is in the future"
+    ]
+    [retention] = report.reasons["ancient"]
+    assert retention.startswith("retention: timestamp: ") and "pool.warm_days" in retention
+
+
+def test_reingesting_after_compaction_counts_nothing_twice(store: Store) -> None:
+    now = utcnow()
+    points = [make_point(f"p{i}", when=now - timedelta(days=80 + i)) for i in range(5)]
+    assert store.ingest(points).accepted == 5
+    later = now + timedelta(days=30)  # all of them are past the warm tier by then
+    assert compact(store, now=later).moved_to_cold == 5
+    report = store.commit(prepare_batch(points, store.anonymizer, store.settings, now=later))
+    assert report.accepted == 0 and report.quarantined == 5
+    with store.engine.connect() as connection:
+        daily = schema.agent_stats_daily
+        assert connection.execute(select(func.sum(daily.c.n))).scalar() == 5
+
+
+def test_quarantine_keeps_non_finite_numbers_as_valid_json_and_stores_the_rest(
+    store: Store,
+) -> None:
+    good = make_point("good").model_dump_json()
+    bad = make_point("bad").model_dump_json().replace('"latency_ms":', '"latency_ms":NaN,"x":', 1)
+    report = store.ingest([good, bad])
+    assert report.accepted == 1 and report.quarantined == 1
+    [(point_id, payload, _)] = _quarantined(store)
+    assert point_id == "bad"
+    text = payload if isinstance(payload, str) else json.dumps(payload)
+    json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} stored in JSON"))
+    assert "NaN" in text
+
+
+def test_quarantine_keeps_timestamps_as_they_were(store: Store) -> None:
+    point = make_point("bad", quality=0.0)  # success with quality 0: consistency
+    report = store.ingest([point.model_dump(mode="json")])
+    assert report.quarantined == 1
+    [(_, payload, _)] = _quarantined(store)
+    document = payload if isinstance(payload, dict) else json.loads(payload)
+    assert document["timestamp"] == point.model_dump(mode="json")["timestamp"]
+
+
+def test_scrubbing_a_payload_keeps_timestamps_and_redacts_the_rest() -> None:
+    anonymizer = Anonymizer(AnonymizationPolicy(), b"secret")
+    payload = {"timestamp": "2026-11-17T23:38:14.123456+00:00", "note": "call 415-555-0132"}
+    assert anonymizer.scrub_payload(payload) == {
+        "timestamp": "2026-11-17T23:38:14.123456+00:00",
+        "note": "call [PHONE]",
+    }
+
+
+def test_the_gates_value_lists_follow_their_field_lists() -> None:
+    point = make_point("p")
+    point.task.requirements = ["answer in JSON"]
+    point.task.conversation = [
+        Message(role="user", content="hi", name="bob"),
+        Message(
+            role="assistant",
+            tool_calls=[ToolCall(id="c1", name="f", arguments={"a": ["x", {"b": "y"}], "n": 1})],
+        ),
+        Message(role="tool", content="ok", tool_call_id="c1"),
+    ]
+    assert identifying_values(point) == [value for _, value in identifying_fields(point)]
+    assert free_texts(point) == [value for _, value in free_text_fields(point)]
+    fields = dict(identifying_fields(point))
+    assert fields["task.conversation.1.tool_calls.0.arguments.a.1.b"] == "y"
+    assert fields["task.conversation.0.name"] == "bob"
