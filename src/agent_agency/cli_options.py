@@ -1,9 +1,14 @@
 """What every `agency` command shares: the --config and --db options, loading the settings they
-name, opening the database they name, and printing an error that exits with status 2."""
+name, opening the database they name, printing an error that exits with status 2, and SIGTERM
+stopping a command the way Ctrl-C does."""
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -27,6 +32,30 @@ DbOption = Annotated[
     str | None,
     typer.Option("--db", help="database URL or SQLite file path (default: storage.url in config)"),
 ]
+
+
+CREATE_DATABASE_HINT = "run `agency run` or `agency pool ingest` first, or name another with --db"
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived under `sigterm_raises` (a BaseException, like KeyboardInterrupt, so that
+    handlers of `Exception` let it through)."""
+
+
+@contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises `Terminated` in the main thread, as Ctrl-C raises KeyboardInterrupt, so
+    the command can clean up (stop its worker processes, say where it got to) instead of ending
+    at once; the previous handler is restored on exit."""
+
+    def terminate(_signum: int, _frame: FrameType | None) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def fail(message: object) -> typer.Exit:
@@ -79,12 +108,13 @@ def missing_sqlite_file(url: str) -> Path | None:
 def open_store(settings: AgencyConfig, *, create: bool = True) -> Store:
     """The configured pool, connected and migrated; a database that cannot be opened exits 2
     naming it and why. Commands that only read pass `create=False`: a SQLite file that does not
-    exist is then an error, not a new empty database."""
+    exist, or a database without the pool's tables, is then an error: it holds nothing to read
+    and is left as it is."""
     from alembic.util.exc import CommandError
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-    from agent_agency.pool.store import Store
+    from agent_agency.pool.store import NoPool, Store
 
     url = settings.storage.url
     try:
@@ -93,12 +123,13 @@ def open_store(settings: AgencyConfig, *, create: bool = True) -> Store:
         raise fail(f"storage.url: {url!r} is not a database URL") from None
     missing = missing_sqlite_file(url)
     if missing is not None and not create:
-        raise fail(
-            f"storage.url: no database at {missing} (from {shown}); run `agency run` first, "
-            "or name one with --db"
-        )
+        raise fail(f"storage.url: no database at {missing} (from {shown}); {CREATE_DATABASE_HINT}")
     try:
-        return Store.open(url, settings.pool)
+        return Store.open(url, settings.pool, create=create)
+    except NoPool:
+        raise fail(
+            f"storage.url: {shown} holds no agency data yet; {CREATE_DATABASE_HINT}"
+        ) from None
     except (SQLAlchemyError, CommandError, ImportError) as error:
         raise cannot_open(url, error) from None
 

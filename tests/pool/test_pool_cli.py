@@ -40,7 +40,7 @@ def test_cli_ingest_stats_quarantine_compact(db_url: str, tmp_path: Path) -> Non
     result = runner.invoke(pool_app, ["quarantine", "--db", db_url])
     assert result.exit_code == 0
     assert "bad" in result.output and "bounds" in result.output
-    assert "(no id)" in result.output and "#" not in result.output  # the unparsable line
+    assert "(no id: " in result.output and "#" not in result.output  # the unparsable line
 
     result = runner.invoke(pool_app, ["compact", "--db", db_url])
     assert result.exit_code == 0, result.output

@@ -35,7 +35,8 @@ def verify(db: DbOption = None, config: ConfigOption = None) -> None:
     missing = missing_sqlite_file(url)
     if missing is not None:
         raise fail(
-            f"storage.url: no database at {missing}; run `agency run` first, or name one with --db"
+            f"storage.url: no database at {missing}; run `agency run` or `agency pool ingest` "
+            "first, or name one with --db"
         )
     try:
         engine = make_engine(url)

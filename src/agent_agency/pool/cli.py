@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import closing
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -17,7 +19,15 @@ from rich.progress import Progress
 from rich.table import Table
 from sqlalchemy import select
 
-from agent_agency.cli_options import ConfigOption, DbOption, load_settings, open_store
+from agent_agency.cli_options import (
+    ConfigOption,
+    DbOption,
+    Terminated,
+    fail,
+    load_settings,
+    open_store,
+    sigterm_raises,
+)
 from agent_agency.pool import schema
 from agent_agency.pool.ingest_workers import (
     AUTO_MAX_WORKERS,
@@ -29,7 +39,7 @@ from agent_agency.pool.ingest_workers import (
 from agent_agency.pool.jsonl_batches import LineBatch, count_lines, read_batches
 from agent_agency.pool.prepare import IngestReport
 from agent_agency.pool.queries import (
-    AggregateBy,
+    AGGREGATES,
     collection_metrics,
     get_system_statistics,
     simulated_agents,
@@ -38,12 +48,11 @@ from agent_agency.pool.queries import (
 )
 from agent_agency.pool.store import Store
 from agent_agency.pool.tiers import compact as compact_tiers
+from agent_agency.pool.timestamps import to_utc
 from agent_agency.records import DataPoint
 
 pool_app = typer.Typer(help="The benchmark data pool: statistics, quarantine, tiers, ingest.")
 console = Console()
-
-DaysOption = Annotated[int | None, typer.Option("--days", help="only the last N days", min=1)]
 
 
 def _open(config: Path | None, db: str | None, *, create: bool = False) -> Store:
@@ -54,37 +63,78 @@ def _open(config: Path | None, db: str | None, *, create: bool = False) -> Store
 def stats(
     db: DbOption = None,
     config: ConfigOption = None,
-    days: DaysOption = None,
-    by: Annotated[str, typer.Option(help="agent, task_type, complexity or day")] = "task_type",
+    days: Annotated[
+        int | None,
+        typer.Option(
+            "--days",
+            min=1,
+            help="only the last N days: accepted points by their own timestamp (cold-tier "
+            "aggregates by their day), quarantined inputs by when they were received",
+        ),
+    ] = None,
+    by: Annotated[
+        str, typer.Option(help=f"group by {', '.join(AGGREGATES)} (complexity: hot and warm only)")
+    ] = "task_type",
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="print one JSON object (collection metrics, statistics per group, simulated "
+            "agents) instead of tables",
+        ),
+    ] = False,
 ) -> None:
-    """Collection metrics (volume, quality, coverage) and statistics per group."""
-    if by not in ("agent", "task_type", "complexity", "day"):
-        raise typer.BadParameter(f"--by: {by!r} is not one of agent, task_type, complexity, day")
+    """Collection metrics (volume, quality, coverage) and statistics per group, over every tier.
+
+    Volume, coverage, the clean-data percentage and the statistics count the cold
+    tier's daily aggregates too, so `agency pool compact` leaves them unchanged.
+    The cold tier does not keep complexity: the complexity distribution and
+    `--by complexity` cover the hot and warm tiers only.
+    """
+    if by not in AGGREGATES:
+        raise typer.BadParameter(f"--by: {by!r} is not one of {', '.join(AGGREGATES)}")
     window = timedelta(days=days) if days else None
     with _open(config, db) as store:
         metrics = collection_metrics(store, window)
-        groups = get_system_statistics(store, cast(AggregateBy, by), window)
+        groups = get_system_statistics(store, by, window)
         simulated = simulated_agents(store.engine)
+    if json_out:
+        document = {
+            "days": days,
+            "by": by,
+            "metrics": metrics.model_dump(mode="json"),
+            "groups": [group.model_dump(mode="json") for group in groups],
+            "simulated_agents": sorted(simulated),
+        }
+        typer.echo(json.dumps(document, indent=2))
+        return
     banner = simulation_banner(simulated)
     if banner is not None:
         console.print(f"[yellow]{banner}[/yellow]", soft_wrap=True)
-    summary = Table(title="Collection metrics")
+    summary = Table(
+        title="Collection metrics"
+        + (f" (last {days} day{'s' if days > 1 else ''})" if days else ""),
+        caption="window: accepted points by their timestamp, quarantined ones by when received"
+        if days
+        else None,
+    )
     summary.add_column("metric")
     summary.add_column("value", justify="right")
-    if metrics.data_points + metrics.quarantined == 0:
-        clean = "no data yet"
+    seen = metrics.data_points + metrics.quarantined
+    if seen == 0:
+        clean = "no data in the window" if days else "no data yet"
     else:
         target = "ok" if metrics.valid_data_percentage >= 95 else "below the 95% target"
-        clean = f"{metrics.valid_data_percentage:.1f}% ({target})"
+        clean = f"{metrics.valid_data_percentage:.1f}% ({metrics.data_points} of {seen}; {target})"
     rows: list[tuple[str, Any]] = [
         ("data points", metrics.data_points),
         ("quarantined", metrics.quarantined),
-        ("clean data", clean),
+        ("clean data (accepted of all)", clean),
         ("privacy violations caught", metrics.privacy_violations),
         ("schema validation failures", metrics.schema_validation_failures),
         ("agents covered", metrics.agents_covered),
         ("task types covered", metrics.task_types_covered),
-        ("complexity", json.dumps(metrics.complexity_distribution)),
+        ("complexity (hot + warm only)", json.dumps(metrics.complexity_distribution)),
         ("days with data", len(metrics.data_points_per_day)),
     ]
     for name, value in rows:
@@ -107,26 +157,70 @@ def stats(
     console.print(table)
 
 
+_ENTRY_SHOWN = 12  # characters of a quarantine entry's id listed (and enough for --show)
+
+
 @pool_app.command()
 def quarantine(
     db: DbOption = None,
     config: ConfigOption = None,
     limit: Annotated[int, typer.Option(min=1, help="newest N entries")] = 50,
+    show: Annotated[
+        str | None,
+        typer.Option(
+            "--show",
+            metavar="ID",
+            help="print, as JSON, every entry of the point with id ID (or of the entry whose id "
+            "starts with ID, listed for inputs without an id): its reasons and the input as "
+            "stored, scrubbed of PII",
+        ),
+    ] = None,
 ) -> None:
     """Rejected data points with every reason they were rejected."""
     table_def = schema.quarantine
     with _open(config, db) as store, store.engine.connect() as connection:
-        rows = connection.execute(
-            select(table_def.c.point_id, table_def.c.received_at, table_def.c.reasons)
-            .order_by(table_def.c.received_at.desc())
-            .limit(limit)
-        ).all()
+        if show is not None:
+            entries = connection.execute(
+                select(table_def)
+                .where(
+                    (table_def.c.point_id == show)
+                    | table_def.c.id.startswith(show, autoescape=True)
+                )
+                .order_by(table_def.c.received_at.desc())
+            ).all()
+        else:
+            rows = connection.execute(
+                select(
+                    table_def.c.id,
+                    table_def.c.point_id,
+                    table_def.c.received_at,
+                    table_def.c.reasons,
+                )
+                .order_by(table_def.c.received_at.desc())
+                .limit(limit)
+            ).all()
+    if show is not None:
+        if not entries:
+            raise fail(f"--show: no quarantine entry for point or entry id {show!r}")
+        document = [
+            {
+                "entry": entry.id,
+                "point_id": entry.point_id,
+                "received_at": to_utc(entry.received_at).isoformat(),
+                "reasons": entry.reasons,
+                "payload": entry.payload,
+            }
+            for entry in entries
+        ]
+        typer.echo(json.dumps(document, indent=2, ensure_ascii=False))
+        return
     table = Table(title=f"Quarantine (newest {len(rows)})")
     table.add_column("point")
     table.add_column("received")
     table.add_column("reasons")
-    for point_id, received_at, reasons in rows:
-        table.add_row(point_id or "(no id)", str(received_at)[:19], "\n".join(reasons))
+    for entry_id, point_id, received_at, reasons in rows:
+        shown = point_id or f"(no id: {entry_id[:_ENTRY_SHOWN]})"
+        table.add_row(shown, str(received_at)[:19], "\n".join(reasons))
     console.print(table)
 
 
@@ -185,6 +279,8 @@ def ingest(
 
     The input is read a batch at a time; a line that is not UTF-8 text is reported and skipped.
     From standard input, whose length is not known beforehand, `--workers auto` starts none.
+    Ctrl-C or SIGTERM stops the workers and says how far it got (exit status 130 or 143);
+    running the command again resumes it.
     """
     from_stdin = str(path) == "-"
     source = "stdin" if from_stdin else str(path)
@@ -209,15 +305,16 @@ def ingest(
                 yield line_batch.texts
 
         try:
-            for report in ingest_batches(store, texts(), processes):
-                chunk = read.popleft()
-                progress.update(task, completed=chunk.last_line)
-                stored_to_line = chunk.last_line
-                totals["accepted"] += report.accepted
-                totals["duplicates"] += report.duplicates
-                totals["quarantined"] += report.quarantined
-                totals["unreadable"] += len(chunk.unreadable)
-                _print_rejections(source, chunk, report)
+            with sigterm_raises(), closing(ingest_batches(store, texts(), processes)) as reports:
+                for report in reports:
+                    chunk = read.popleft()
+                    progress.update(task, completed=chunk.last_line)
+                    stored_to_line = chunk.last_line
+                    totals["accepted"] += report.accepted
+                    totals["duplicates"] += report.duplicates
+                    totals["quarantined"] += report.quarantined
+                    totals["unreadable"] += len(chunk.unreadable)
+                    _print_rejections(source, chunk, report)
         except BrokenProcessPool as error:
             console.print(
                 f"[red]a worker process stopped ({error}); {source} is stored up to line "
@@ -226,12 +323,29 @@ def ingest(
                 soft_wrap=True,
             )
             raise typer.Exit(1) from error
+        except (KeyboardInterrupt, Terminated) as stop:
+            # the batches reported are committed; a batch in its transaction was rolled back
+            terminated = isinstance(stop, Terminated)
+            console.print(
+                f"[yellow]interrupted[/] by {'SIGTERM' if terminated else 'Ctrl-C'} after line "
+                f"{stored_to_line} of {source}: {_counts(totals)}; run the same command again "
+                "to resume: stored points are skipped as duplicates",
+                soft_wrap=True,
+            )
+            # the shell's status for a process ended by the signal: 128 + its number
+            raise typer.Exit(128 + (signal.SIGTERM if terminated else signal.SIGINT)) from None
     console.print(
-        f"{source}: {totals['accepted']} accepted, {totals['duplicates']} duplicates, "
-        f"{totals['quarantined']} quarantined"
+        f"{source}: {_counts(totals)}"
         + (" (see `agency pool quarantine`)" if totals["quarantined"] else "")
         + _unreadable_note(totals["unreadable"]),
         soft_wrap=True,
+    )
+
+
+def _counts(totals: dict[str, int]) -> str:
+    return (
+        f"{totals['accepted']} accepted, {totals['duplicates']} duplicates, "
+        f"{totals['quarantined']} quarantined"
     )
 
 
@@ -256,7 +370,7 @@ def _unreadable_note(lines: int) -> str:
 def _print_rejections(source: str, chunk: LineBatch, report: IngestReport) -> None:
     """A batch's quarantined points, then its unreadable lines."""
     for point_id, reasons in report.reasons.items():
-        index = report.positions.get(point_id)  # none for a point over its tenant's ε budget
+        index = report.positions.get(point_id)  # none when the batch repeated a rejected id
         if index is None:
             where = point_id
         else:

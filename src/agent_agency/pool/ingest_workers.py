@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import threading
+import time
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 
@@ -28,7 +31,7 @@ from agent_agency.pool.prepare import (
     collector_paused,
     prepare_batch,
 )
-from agent_agency.pool.store import Store, sqlite_point_parameters
+from agent_agency.pool.store import Store, check_points, sqlite_point_parameters
 from agent_agency.pool.tenant_secret import load_tenant_secret
 from agent_agency.pool.validation import RawPoint
 
@@ -39,6 +42,8 @@ AHEAD_PER_WORKER = 2  # batches prepared ahead of the commits, per worker (bound
 AUTO_MIN_POINTS = 50_000
 # One committing process stores what about 4–5 workers prepare (32,000 against 6,700 points/s).
 AUTO_MAX_WORKERS = 4
+# How often a worker checks that the process that started it is still alive (it exits if not).
+PARENT_CHECK_INTERVAL_S = 1.0
 
 
 def usable_cores() -> int:
@@ -73,8 +78,24 @@ class _Worker:
 _worker: _Worker | None = None
 
 
-def _start_worker(settings: PoolSettings, secret: bytes, bind_for_sqlite: bool) -> None:
+def _exit_when_orphaned(parent: int) -> None:
+    """Exit this process once `parent` is no longer its parent (it died: killed, say, with
+    SIGKILL, which leaves no chance to stop the workers), instead of waiting for work forever."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_INTERVAL_S)
+    os._exit(1)
+
+
+def _start_worker(
+    settings: PoolSettings, secret: bytes, bind_for_sqlite: bool, parent: int
+) -> None:
     global _worker
+    # Ctrl-C reaches every process of the terminal's group: the committing process handles it
+    # and stops the workers, which would otherwise each die with a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(
+        target=_exit_when_orphaned, args=(parent,), name="exit-when-orphaned", daemon=True
+    ).start()
     anonymizer = Anonymizer(settings.anonymization, secret, tuple(settings.pii_phone_regions))
     _worker = _Worker(anonymizer, settings, bind_for_sqlite)
 
@@ -107,7 +128,7 @@ def _prepare_in_worker(points: list[RawPoint]) -> PreparedBatch:
 
 def ingest_batches(
     store: Store, batches: Iterable[Sequence[RawPoint]], workers: int = 1
-) -> Iterator[IngestReport]:
+) -> Generator[IngestReport, None, None]:
     """Ingest each batch in its own transaction, in order; yields each report after its commit.
 
     With `workers` > 1, that many processes (started here, stopped when the iterator ends or is
@@ -115,24 +136,34 @@ def ingest_batches(
     report: if a worker dies, the batches already reported are stored and `BrokenProcessPool` is
     raised. The workers are spawned (they import the calling script's main module again), so a
     script that calls this must run its work under `if __name__ == "__main__":`.
+
+    Stopped early (an exception such as `KeyboardInterrupt`, or the iterator closed), it drops
+    the batches not started, lets the workers finish the ones they are preparing and waits for
+    them to exit. A worker whose committing process died exits on its own within
+    `PARENT_CHECK_INTERVAL_S`.
     """
     if workers < 1:
         raise ValueError(f"workers: must be at least 1, got {workers}")
     if workers == 1:
-        for batch in batches:
+        for number, batch in enumerate(batches):
+            check_points(batch, f"batches[{number}]")
             yield store.ingest(batch)
         return
     secret = load_tenant_secret(store.settings)
-    with ProcessPoolExecutor(
+    executor = ProcessPoolExecutor(
         max_workers=workers,
         mp_context=multiprocessing.get_context("spawn"),  # no fork of a threaded process
         initializer=_start_worker,
-        initargs=(store.settings, secret, store.engine.dialect.name == "sqlite"),
-    ) as executor:
+        initargs=(store.settings, secret, store.engine.dialect.name == "sqlite", os.getpid()),
+    )
+    try:
         pending: deque[Future[PreparedBatch]] = deque()
-        for batch in batches:
+        for number, batch in enumerate(batches):
+            check_points(batch, f"batches[{number}]")
             pending.append(executor.submit(_prepare_in_worker, list(batch)))
             if len(pending) > AHEAD_PER_WORKER * workers:
                 yield store.commit(pending.popleft().result())
         while pending:
             yield store.commit(pending.popleft().result())
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)

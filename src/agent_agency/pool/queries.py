@@ -6,21 +6,27 @@ Statistics cover every tier: data points still held in full plus the cold tier's
 from __future__ import annotations
 
 import functools
+import json
+import secrets
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, Field
-from sqlalchemy import Engine, Select, bindparam, case, func, select, true
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import Connection, Engine, Select, bindparam, case, func, select, true
 from sqlalchemy.sql.elements import ColumnElement
 
+from agent_agency.config import PoolSettings
 from agent_agency.pool import schema
+from agent_agency.pool.anonymize import Anonymizer
+from agent_agency.pool.prepare import prepare_batch
 from agent_agency.pool.store import Store
 from agent_agency.pool.timestamps import to_utc
-from agent_agency.pool.validation import check_point, parse_point
+from agent_agency.pool.validation import RawPoint
 from agent_agency.records import DataPoint, Evaluation, utcnow
 
 AggregateBy = Literal["agent", "task_type", "complexity", "day"]
+AGGREGATES: tuple[AggregateBy, ...] = get_args(AggregateBy)
 
 
 class GroupStatistics(BaseModel):
@@ -35,6 +41,8 @@ class GroupStatistics(BaseModel):
 
 
 class BatchCriteria(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     min_quality: float = Field(default=0.0, ge=0.0, le=1.0)
     task_types: list[str] = Field(default_factory=list, description="empty means all")
     agents: list[str] = Field(default_factory=list, description="empty means all")
@@ -48,11 +56,19 @@ class QualityReport(BaseModel):
     total: int
     clean: int
     clean_percentage: float
-    reasons: dict[str, list[str]]
+    reasons: dict[str, list[str]] = Field(
+        description="each rejected input: its id, '#index' when it has none, or 'id#index' for "
+        "a later input repeating an id → the reasons ingest would quarantine it for"
+    )
 
 
 class CollectionMetrics(BaseModel):
-    """The seed's CollectionMetrics: volume, quality and coverage of what was collected."""
+    """The seed's CollectionMetrics: volume, quality and coverage of what was collected.
+
+    Volume and coverage count every tier (the cold tier's daily aggregates included), so moving
+    data to the cold tier leaves them unchanged; the complexity distribution counts the hot and
+    warm tiers only, as the cold tier does not keep complexity.
+    """
 
     data_points: int
     data_points_per_day: dict[str, int]
@@ -64,7 +80,9 @@ class CollectionMetrics(BaseModel):
     schema_validation_failures: int
     agents_covered: int
     task_types_covered: int
-    complexity_distribution: dict[str, int]
+    complexity_distribution: dict[str, int] = Field(
+        description="points held in full (hot and warm tiers) per complexity"
+    )
 
 
 def utc_day(store: Store, column: Any) -> ColumnElement[Any]:
@@ -98,7 +116,10 @@ def _add(into: dict[str, list[float]], key: str, sums: Sequence[Any]) -> None:
 def get_system_statistics(
     store: Store, aggregate_by: AggregateBy = "task_type", time_range: timedelta | None = None
 ) -> list[GroupStatistics]:
-    """Statistics per agent, task type, complexity or day, over every tier."""
+    """Statistics per agent, task type, complexity or day, over every tier (complexity: hot and
+    warm only, as the cold tier does not keep it); a ValueError for any other `aggregate_by`."""
+    if aggregate_by not in AGGREGATES:
+        raise ValueError(f"aggregate_by: {aggregate_by!r} is not one of {', '.join(AGGREGATES)}")
     points, daily = schema.data_points, schema.agent_stats_daily
     since = utcnow() - time_range if time_range is not None else None
     point_key = {
@@ -196,8 +217,14 @@ def get_agent_statistics(
     return _statistics(agent, totals[agent])
 
 
-def get_batch(store: Store, criteria: BatchCriteria) -> list[DataPoint]:
-    """Data points held in full (hot and warm) that match `criteria`, oldest first."""
+def get_batch(store: Store, criteria: BatchCriteria | Mapping[str, Any]) -> list[DataPoint]:
+    """Data points held in full (hot and warm) that match `criteria`, oldest first.
+
+    `criteria` may be a mapping of BatchCriteria's fields: an unknown key or a bad value is a
+    pydantic ValidationError naming the field.
+    """
+    if not isinstance(criteria, BatchCriteria):
+        criteria = BatchCriteria.model_validate(criteria)
     points = schema.data_points
     query = select(points.c.payload).where(points.c.quality >= criteria.min_quality)
     if criteria.task_types:
@@ -226,18 +253,72 @@ def get_evaluations(store: Store, since: datetime | None = None) -> Iterator[Eva
             yield Evaluation.model_validate(payload)
 
 
-def validate_quality(points: Sequence[DataPoint | Mapping[str, Any]]) -> QualityReport:
-    """Run every validation gate on `points` without storing them."""
-    reasons: dict[str, list[str]] = {}
-    for index, raw in enumerate(points):
-        point, found = parse_point(raw)
-        if point is not None:
-            found = check_point(point)
-        if found:
-            key = point.id if point is not None else f"#{index}"
-            reasons[key] = found
+def _own_id(raw: RawPoint) -> str | None:
+    """The id an input names itself by (what ingest's report keys a rejected input by)."""
+    if isinstance(raw, DataPoint):
+        return raw.id
+    document: Any = raw
+    if isinstance(raw, str):
+        try:
+            document = json.loads(raw)
+        except json.JSONDecodeError:
+            return None
+    if isinstance(document, Mapping) and isinstance(document.get("id"), str) and document["id"]:
+        return str(document["id"])
+    return None
+
+
+def validate_quality(
+    points: Sequence[RawPoint],
+    settings: PoolSettings | None = None,
+    secret: bytes | None = None,
+) -> QualityReport:
+    """Ingest's verdict on `points` (records, decoded JSON or JSON text) without storing them.
+
+    The points go through what ingest runs before it stores anything (`prepare_batch`): the
+    validation gates, anonymization under `settings.anonymization` (default `PoolSettings()`),
+    then the privacy gate on the anonymized point, so a point ingest would anonymize and accept
+    counts as clean. `secret` keys the tenant-id hash, the anonymizer's only use of it; nothing
+    is stored, so by default a random throw-away key serves (the verdict does not depend on it).
+    Not judged, as they need the database: points already stored (ingest counts them as
+    duplicates) and a tenant's ε budget for reward noise.
+
+    A rejected input is keyed by its id, or '#index' (its position in `points`) when it has
+    none; a later input repeating an id is keyed 'id#index', so each rejected input has its key.
+    """
+    settings = settings or PoolSettings()
+    anonymizer = Anonymizer(
+        settings.anonymization,
+        secret if secret is not None else secrets.token_bytes(32),
+        tuple(settings.pii_phone_regions),
+    )
+    ids = [_own_id(raw) for raw in points]
+    # Ingest's report has one key per id, so inputs repeating an id are judged in later rounds:
+    # round k holds each id's k-th input (and, in round 0, every input without an id).
+    rounds: list[list[int]] = []
+    seen: dict[str, int] = {}
+    for index, own_id in enumerate(ids):
+        repeat = 0
+        if own_id is not None:
+            repeat = seen.get(own_id, 0)
+            seen[own_id] = repeat + 1
+        if repeat == len(rounds):
+            rounds.append([])
+        rounds[repeat].append(index)
+    rejected: list[tuple[int, str, list[str]]] = []  # (position, key, reasons)
+    for repeat, indexes in enumerate(rounds):
+        report = prepare_batch([points[index] for index in indexes], anonymizer, settings).report
+        for key, found in report.reasons.items():
+            index = indexes[report.positions[key]]
+            own_id = ids[index]
+            if own_id is None:
+                key = f"#{index}"
+            elif repeat:
+                key = f"{own_id}#{index}"
+            rejected.append((index, key, found))
+    reasons = {key: found for _, key, found in sorted(rejected)}
     total = len(points)
-    clean = total - len(reasons)
+    clean = total - len(rejected)
     return QualityReport(
         total=total,
         clean=clean,
@@ -247,24 +328,39 @@ def validate_quality(points: Sequence[DataPoint | Mapping[str, Any]]) -> Quality
 
 
 def collection_metrics(store: Store, time_range: timedelta | None = None) -> CollectionMetrics:
-    points, quarantine = schema.data_points, schema.quarantine
+    """Volume, quality and coverage of what was collected, optionally over the last `time_range`.
+
+    Accepted points are counted in every tier: points held in full by their timestamp, the cold
+    tier's daily aggregates by their day, so compaction changes none of these counts (the
+    complexity distribution counts points held in full only: the cold tier does not keep it).
+    Quarantined inputs are counted by when they were received.
+    """
+    points, daily, quarantine = schema.data_points, schema.agent_stats_daily, schema.quarantine
     since = utcnow() - time_range if time_range is not None else None
 
-    def counted(column: Any) -> dict[str, int]:
-        query = select(column, func.count()).group_by(column)
+    def counted(connection: Connection, point_key: Any, daily_key: Any | None) -> dict[str, int]:
+        query = select(point_key, func.count()).group_by(point_key)
         if since is not None:
             query = query.where(points.c.timestamp >= since)
-        with store.engine.connect() as connection:
-            return {str(key): int(n) for key, n in connection.execute(query)}
+        totals: dict[str, int] = {}
+        for key, n in connection.execute(query):
+            totals[str(key)] = int(n)
+        if daily_key is not None:
+            cold = select(daily_key, func.sum(daily.c.n)).group_by(daily_key)
+            if since is not None:
+                cold = cold.where(daily.c.day >= since.date())
+            for key, n in connection.execute(cold):
+                totals[str(key)] = totals.get(str(key), 0) + int(n)
+        return dict(sorted(totals.items()))
 
-    per_day = counted(utc_day(store, points.c.timestamp))
-    per_agent = counted(points.c.agent)
-    per_type = counted(points.c.task_type)
-    complexity = counted(points.c.complexity)
     reasons_query = select(quarantine.c.reasons)
     if since is not None:
         reasons_query = reasons_query.where(quarantine.c.received_at >= since)
     with store.engine.connect() as connection:
+        per_day = counted(connection, utc_day(store, points.c.timestamp), daily.c.day)
+        per_agent = counted(connection, points.c.agent, daily.c.agent)
+        per_type = counted(connection, points.c.task_type, daily.c.task_type)
+        complexity = counted(connection, points.c.complexity, None)
         rejected = [list(row[0]) for row in connection.execute(reasons_query)]
     accepted = sum(per_agent.values())
     seen = accepted + len(rejected)

@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import Connection, Engine, Table, bindparam, select, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Table,
+    bindparam,
+    create_engine,
+    inspect,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
 
 from agent_agency.config import PoolSettings
 from agent_agency.pool import schema
@@ -44,6 +54,7 @@ from agent_agency.records import (
     utcnow,
 )
 
+_SCHEMA_VERSION_TABLE = "alembic_version"  # Alembic's: a database the pool migrated has it
 BUDGET_EXHAUSTED = "privacy: rl_labels: privacy budget exhausted for this tenant"
 StoredRecord = RoutingDecision | Execution | Evaluation | Span | DataPoint
 _RECORD_TABLES: dict[type[StoredRecord], Table] = {
@@ -75,6 +86,20 @@ class ArmAggregate(BaseModel):
     successes: int
     quality_sum: float
     quality_sq_sum: float
+
+
+class NoPool(LookupError):
+    """The database holds no pool (`Store.open(..., create=False)`): nothing to read there."""
+
+
+def check_points(points: object, name: str = "points") -> None:
+    """A `TypeError` naming `name` unless `points` is a sequence of points: a single point, JSON
+    text, bytes or a mapping iterates as characters, bytes or keys, each quarantined alone."""
+    if isinstance(points, str | bytes | bytearray | Mapping | DataPoint):
+        raise TypeError(
+            f"{name}: expected a sequence of data points (records, JSON objects or JSON text), "
+            f"got one {type(points).__name__}; pass [point] for a single point"
+        )
 
 
 def dialect_insert(connection: Connection, table: Table) -> postgresql.Insert | sqlite.Insert:
@@ -257,6 +282,16 @@ def _fresh_ids(connection: Connection, ids: list[str], report: IngestReport) -> 
     return fresh
 
 
+def _has_pool(url: str) -> bool:
+    """Whether the database at `url` has the pool's schema, asked over a plain connection (the
+    pragmas `make_engine` sets on SQLite would write to the file)."""
+    probe = create_engine(url)
+    try:
+        return inspect(probe).has_table(_SCHEMA_VERSION_TABLE)
+    finally:
+        probe.dispose()
+
+
 @dataclass(frozen=True)
 class _ExecutionFacts:
     agent: str
@@ -377,8 +412,14 @@ class Store:
         self._noise: RewardNoise | None = None
 
     @classmethod
-    def open(cls, url: str, settings: PoolSettings | None = None) -> Store:
-        """Connect to `url` and migrate its schema to the newest revision."""
+    def open(cls, url: str, settings: PoolSettings | None = None, *, create: bool = True) -> Store:
+        """Connect to `url` and migrate its schema to the newest revision.
+
+        With `create=False` (callers that only read) a database without the pool's schema is left
+        as it is and `NoPool` is raised: migrating it would only fill it with empty tables.
+        """
+        if not create and not _has_pool(url):
+            raise NoPool(f"{make_url(url).render_as_string(hide_password=True)} holds no pool")
         engine = make_engine(url)
         migrate(engine)
         return cls(engine, settings)
@@ -460,6 +501,7 @@ class Store:
         is returned only after the commit: what it counts as accepted is stored. Many batches of
         JSON text can be prepared in worker processes: `pool.ingest_workers.ingest_batches`.
         """
+        check_points(points)
         with collector_paused():
             return self.commit(prepare_batch(points, self.anonymizer, self.settings))
 
@@ -482,9 +524,9 @@ class Store:
             else:
                 # Noise only for points not stored yet: a duplicate must not spend the tenant's ε.
                 fresh = _fresh_ids(connection, prepared.ids, report)
-                first: dict[str, DataPoint] = {}
-                for point in prepared.points:
-                    first.setdefault(point.id, point)
+                first: dict[str, tuple[DataPoint, int]] = {}
+                for point, index in zip(prepared.points, prepared.clean_positions, strict=True):
+                    first.setdefault(point.id, (point, index))
                 noisy = self._add_reward_noise(
                     connection, [first[point_id] for point_id in fresh], rejected, report
                 )
@@ -500,16 +542,17 @@ class Store:
     def _add_reward_noise(
         self,
         connection: Connection,
-        points: list[DataPoint],
+        points: list[tuple[DataPoint, int]],
         rejected: list[dict[str, Any]],
         report: IngestReport,
     ) -> list[DataPoint]:
-        """Noisy rewards for points whose tenant can still afford the ε; the rest quarantined."""
+        """Noisy rewards for points (each with its index in the batch) whose tenant can still
+        afford the ε; the rest quarantined."""
         if self._noise is None:
             self._noise = RewardNoise(self.settings.anonymization)
         budget = self.settings.epsilon_budget_per_tenant
         ledger = schema.privacy_budget
-        tenants = {p.tenant_id for p in points}
+        tenants = {point.tenant_id for point, _ in points}
         if not tenants:
             return []
         # Read the ledger inside the write transaction, its rows locked: first make sure each
@@ -529,13 +572,14 @@ class Store:
         spent: dict[str, float] = {tenant: eps for tenant, eps in connection.execute(query)}
         before = dict(spent)
         noisy = []
-        for point in points:
+        for point, index in points:
             labels = point.rl_labels
             cost = self._noise.epsilon_for(1 + len(labels.turn_rewards))
             if spent[point.tenant_id] + cost > budget:
                 payload = point.model_dump(mode="json")
                 rejected.append(quarantine_row(point.id, payload, [BUDGET_EXHAUSTED]))
                 report.reasons[point.id] = [BUDGET_EXHAUSTED]
+                report.positions[point.id] = index
                 continue
             spent[point.tenant_id] += cost
             noisy_labels = labels.model_copy(

@@ -1,5 +1,8 @@
 """Retention tiers: hot (full, recent), warm (full), cold (daily aggregates only), then deletion.
 
+Quarantined inputs are kept as long as the cold tier's aggregates (`cold_days`), counted from when
+they were received, then deleted.
+
 `compact` is idempotent and resumable: each day moved to the cold tier is aggregated and its rows
 deleted in one transaction, so an interrupted run leaves every day either fully moved or untouched.
 """
@@ -34,6 +37,7 @@ class CompactReport(BaseModel):
     moved_to_cold: int = 0
     days_compacted: int = 0
     cold_rows_deleted: int = 0
+    quarantine_rows_deleted: int = 0
     records_deleted: int = 0
 
 
@@ -99,7 +103,8 @@ def compact(
     warm_cutoff = now - timedelta(days=settings.warm_days)
     # Whole days only, so a day is never split between the warm and cold tiers.
     cold_start = datetime.combine(warm_cutoff.date(), time(), tzinfo=warm_cutoff.tzinfo)
-    cold_end = (now - timedelta(days=settings.cold_days)).date()
+    retention_end = now - timedelta(days=settings.cold_days)
+    cold_end = retention_end.date()
     points = schema.data_points
     report = CompactReport()
     with store.engine.begin() as connection:
@@ -130,6 +135,11 @@ def compact(
         daily = schema.agent_stats_daily
         expired = connection.execute(delete(daily).where(daily.c.day < cold_end))
         report.cold_rows_deleted = int(expired.rowcount)
+        quarantine = schema.quarantine
+        rejected = connection.execute(
+            delete(quarantine).where(quarantine.c.received_at < retention_end)
+        )
+        report.quarantine_rows_deleted = int(rejected.rowcount)
         for table in (
             schema.routing_decisions,
             schema.executions,
