@@ -135,6 +135,8 @@ class PreparedBatch:
     ids: list[str] = field(default_factory=list)  # passed every gate, in input order
     clean_positions: list[int] = field(default_factory=list)  # their indices in the batch
     rejected: list[dict[str, Any]] = field(default_factory=list)  # quarantine rows
+    # for each of `rejected`: its index in the batch and the id it names itself by, if any
+    rejected_inputs: list[tuple[int, str | None]] = field(default_factory=list)
     rows: dict[str, dict[str, Any]] | None = None  # by point id (each id once)
     sqlite_parameters: list[tuple[Any, ...]] | None = None  # `rows` bound for SQLite, rows None
     points: list[DataPoint] = field(default_factory=list)  # when rows are built after noise
@@ -204,6 +206,7 @@ def prepare_batch(
         prepared.rejected.append(
             quarantine_row(point_id, anonymizer.scrub_payload(raw_payload), reasons)
         )
+        prepared.rejected_inputs.append((index, point_id))
         key = point_id or f"#{index}"  # in the report only: the position names it in this batch
         prepared.report.reasons[key] = reasons
         prepared.report.positions[key] = index

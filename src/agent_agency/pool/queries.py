@@ -6,7 +6,6 @@ Statistics cover every tier: data points still held in full plus the cold tier's
 from __future__ import annotations
 
 import functools
-import json
 import secrets
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -253,21 +252,6 @@ def get_evaluations(store: Store, since: datetime | None = None) -> Iterator[Eva
             yield Evaluation.model_validate(payload)
 
 
-def _own_id(raw: RawPoint) -> str | None:
-    """The id an input names itself by (what ingest's report keys a rejected input by)."""
-    if isinstance(raw, DataPoint):
-        return raw.id
-    document: Any = raw
-    if isinstance(raw, str):
-        try:
-            document = json.loads(raw)
-        except json.JSONDecodeError:
-            return None
-    if isinstance(document, Mapping) and isinstance(document.get("id"), str) and document["id"]:
-        return str(document["id"])
-    return None
-
-
 def validate_quality(
     points: Sequence[RawPoint],
     settings: PoolSettings | None = None,
@@ -284,7 +268,7 @@ def validate_quality(
     duplicates) and a tenant's ε budget for reward noise.
 
     A rejected input is keyed by its id, or '#index' (its position in `points`) when it has
-    none; a later input repeating an id is keyed 'id#index', so each rejected input has its key.
+    none; a later rejected input repeating an id is keyed 'id#index', so each has its key.
     """
     settings = settings or PoolSettings()
     anonymizer = Anonymizer(
@@ -292,33 +276,15 @@ def validate_quality(
         secret if secret is not None else secrets.token_bytes(32),
         tuple(settings.pii_phone_regions),
     )
-    ids = [_own_id(raw) for raw in points]
-    # Ingest's report has one key per id, so inputs repeating an id are judged in later rounds:
-    # round k holds each id's k-th input (and, in round 0, every input without an id).
-    rounds: list[list[int]] = []
-    seen: dict[str, int] = {}
-    for index, own_id in enumerate(ids):
-        repeat = 0
-        if own_id is not None:
-            repeat = seen.get(own_id, 0)
-            seen[own_id] = repeat + 1
-        if repeat == len(rounds):
-            rounds.append([])
-        rounds[repeat].append(index)
-    rejected: list[tuple[int, str, list[str]]] = []  # (position, key, reasons)
-    for repeat, indexes in enumerate(rounds):
-        report = prepare_batch([points[index] for index in indexes], anonymizer, settings).report
-        for key, found in report.reasons.items():
-            index = indexes[report.positions[key]]
-            own_id = ids[index]
-            if own_id is None:
-                key = f"#{index}"
-            elif repeat:
-                key = f"{own_id}#{index}"
-            rejected.append((index, key, found))
-    reasons = {key: found for _, key, found in sorted(rejected)}
+    prepared = prepare_batch(points, anonymizer, settings)
+    reasons: dict[str, list[str]] = {}
+    for (index, own_id), row in zip(prepared.rejected_inputs, prepared.rejected, strict=True):
+        key = f"#{index}" if own_id is None else own_id
+        if key in reasons:
+            key = f"{own_id}#{index}"
+        reasons[key] = list(row["reasons"])
     total = len(points)
-    clean = total - len(rejected)
+    clean = total - len(reasons)
     return QualityReport(
         total=total,
         clean=clean,
