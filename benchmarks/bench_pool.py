@@ -40,6 +40,7 @@ from agent_agency.pool.validation import (  # noqa: E402
     batch_privacy_reasons,
     free_texts,
     structural_reasons,
+    timestamp_reasons,
 )
 from agent_agency.records import DataPoint, Message, utcnow  # noqa: E402
 
@@ -480,8 +481,9 @@ def bench_phone_recognizer(n: int) -> tuple[float, float]:
 
 
 def _time_stages(store: Store, chunk: list[DataPoint], lap: _Laps) -> None:
+    now, max_age = utcnow(), timedelta(days=store.settings.warm_days)
     for point in chunk:
-        structural_reasons(point)
+        structural_reasons(point) + timestamp_reasons(point, now, max_age)
     lap("gates")
     views = store.anonymizer.anonymized_views(chunk)
     lap("anonymization")
@@ -632,8 +634,10 @@ fenced Python block, a JSON object, a label or a formal sentence); `task.prompt`
 `execution.final_output` repeat the last two. 10% of points carry PII in the prompt, in turn one
 of: an e-mail address; a full name and a phone number; a home-directory file path and an IPv4
 address; a GB mobile and a Paris number in national/international formats our own phone pattern
-does not know; for a third of those the answer repeats it. "Already anonymized" points skip the
-anonymizer but still pass every gate, including the privacy scan. Rates are given by wall clock
+does not know; for a third of those the answer repeats it. "Already anonymized" points were
+anonymized before: ingest anonymizes them again (a point's own record of a policy is not trusted),
+finding no PII left, and they pass every gate. The privacy gate checks every string of a point: its
+free text and its ids, names and tool call arguments. Rates are given by wall clock
 and, in parentheses, by the process's CPU time (2 cores shared with other work), for the median
 of {REPEATS} runs by wall clock.
 
