@@ -153,11 +153,16 @@ def test_cli_verify_reports_intact_and_broken_chains(db_url: str, engine: Engine
     assert "broken at entry 2" in broken.output
 
 
-def test_cli_verify_without_the_table(tmp_path: Path) -> None:
-    path = tmp_path / "empty.db"
-    sqlite3.connect(path).close()  # a database file with no tables
+def test_cli_verify_without_the_table_leaves_the_database_as_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    with sqlite3.connect(path) as connection:  # a database of something else
+        connection.execute("CREATE TABLE notes (text TEXT)")
+    connection.close()
+    before = path.read_bytes()
     result = CliRunner().invoke(audit_app, ["verify", "--db", f"sqlite:///{path}"])
-    assert result.exit_code == 2 and "audit_log" in result.output
+    assert result.exit_code == 2 and "holds no audit log yet" in result.output
+    assert "agency pool ingest" in result.output
+    assert path.read_bytes() == before and not (tmp_path / "other.db-wal").exists()
 
 
 def test_cli_verify_names_a_database_that_does_not_exist_and_creates_none(tmp_path: Path) -> None:

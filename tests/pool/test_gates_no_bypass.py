@@ -20,6 +20,7 @@ from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer, hash_tenant
 from agent_agency.pool.pii import find_pii, pii_entities
 from agent_agency.pool.prepare import prepare_batch
+from agent_agency.pool.queries import validate_quality
 from agent_agency.pool.store import Store
 from agent_agency.pool.tiers import compact
 from agent_agency.pool.validation import (
@@ -88,19 +89,11 @@ def test_a_hashed_tenant_is_not_hashed_again() -> None:
     ("field", "change"),
     [
         ("routing.selected_agent", lambda p: p.routing.__setattr__("selected_agent", "ann@x.org")),
-        ("task.task_id", lambda p: p.task.__setattr__("task_id", "call 415-555-0132")),
+        ("task.task_id", lambda p: p.task.__setattr__("task_id", "ask Mr. Watson")),
         ("task.suite", lambda p: p.task.__setattr__("suite", "/home/jane/suite.jsonl")),
         (
             "evaluation.gates.0.name",
             lambda p: p.evaluation.gates[0].__setattr__("name", "Dr. Watson"),
-        ),
-        (
-            "task.conversation.0.tool_calls.0.arguments.ann@x.org",
-            lambda p: p.task.conversation.append(
-                Message(
-                    role="assistant", tool_calls=[ToolCall(name="f", arguments={"ann@x.org": 1})]
-                )
-            ),
         ),
     ],
 )
@@ -114,6 +107,37 @@ def test_pii_in_an_id_or_name_quarantines_the_point_naming_the_field(
     assert report.accepted == 0
     [reason] = [r for r in report.reasons["leaky"] if r.startswith("privacy:")]
     assert reason.startswith(f"privacy: {field}: contains ")
+
+
+@pytest.mark.parametrize(
+    "point_id",
+    [
+        "4b791e3b-2106-4527-9491-6f3b513a4c45",  # a canonical UUID: "2106-4527-9491"
+        "4111111111111111",  # digits only, Luhn-valid
+        "run-2026-11-16-141139",
+    ],
+)
+def test_ids_shaped_like_numbers_are_not_taken_for_phone_or_card_numbers(
+    store: Store, point_id: str
+) -> None:
+    assert store.ingest([make_point(point_id)]).accepted == 1
+
+
+def test_an_argument_key_holding_pii_is_redacted_like_its_value(store: Store) -> None:
+    point = make_point("p")
+    call = ToolCall(id="c1", name="f", arguments={"ann@x.org": "mail ann@x.org"})
+    point.task.conversation = [Message(role="assistant", tool_calls=[call])]
+    assert store.ingest([point]).accepted == 1
+    [message] = _payloads(store)["p"]["task"]["conversation"]
+    assert message["tool_calls"][0]["arguments"] == {"[EMAIL]": "mail [EMAIL]"}
+
+
+def test_an_id_holding_pii_is_redacted_in_quarantine_and_in_the_report(store: Store) -> None:
+    report = store.ingest([make_point("jane.roe@example.com")])
+    assert list(report.reasons) == ["[EMAIL]"]
+    [(point_id, _, reasons)] = _quarantined(store)
+    assert point_id == "[EMAIL]"
+    assert "privacy: id: contains EMAIL_ADDRESS" in reasons
 
 
 def test_random_hex_ids_are_never_taken_for_pii() -> None:
@@ -233,5 +257,13 @@ def test_the_gates_value_lists_follow_their_field_lists() -> None:
     assert identifying_values(point) == [value for _, value in identifying_fields(point)]
     assert free_texts(point) == [value for _, value in free_text_fields(point)]
     fields = dict(identifying_fields(point))
-    assert fields["task.conversation.1.tool_calls.0.arguments.a.1.b"] == "y"
+    assert fields["task.conversation.1.tool_calls.0.arguments.a.1.b"] == "b"  # a key
+    texts = dict(free_text_fields(point))
+    assert texts["task.conversation.1.tool_calls.0.arguments.a.1.b"] == "y"  # a value
     assert fields["task.conversation.0.name"] == "bob"
+
+
+@pytest.mark.parametrize("points", ['{"id": "p"}', {"id": "p"}])
+def test_validate_quality_refuses_a_single_point_as_the_batch(points: Any) -> None:
+    with pytest.raises(TypeError, match="points: expected a sequence of data points"):
+        validate_quality(points)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 
 import typer
-from sqlalchemy import inspect
 from sqlalchemy.exc import SQLAlchemyError
 
 from agent_agency.caws.audit import AuditLog
 from agent_agency.cli_options import (
+    CREATE_DATABASE_HINT,
     ConfigOption,
     DbOption,
     cannot_open,
@@ -18,7 +18,7 @@ from agent_agency.cli_options import (
     load_settings,
     missing_sqlite_file,
 )
-from agent_agency.pool.engine import make_engine
+from agent_agency.pool.engine import database_has_table, make_engine
 
 audit_app = typer.Typer()
 
@@ -34,23 +34,18 @@ def verify(db: DbOption = None, config: ConfigOption = None) -> None:
     url = load_settings(config, db).storage.url
     missing = missing_sqlite_file(url)
     if missing is not None:
-        raise fail(
-            f"storage.url: no database at {missing}; run `agency run` or `agency pool ingest` "
-            "first, or name one with --db"
-        )
+        raise fail(f"storage.url: no database at {missing}; {CREATE_DATABASE_HINT}")
+    try:
+        has_log = database_has_table(url, "audit_log")
+    except (SQLAlchemyError, ImportError) as error:
+        raise cannot_open(url, error) from None
+    if not has_log:
+        raise fail(f"storage.url: {url} holds no audit log yet; {CREATE_DATABASE_HINT}")
     try:
         engine = make_engine(url)
     except (SQLAlchemyError, ImportError) as error:
         raise cannot_open(url, error) from None
     try:
-        has_log = inspect(engine).has_table("audit_log")
-    except (SQLAlchemyError, ImportError) as error:
-        engine.dispose()
-        raise cannot_open(url, error) from None
-    try:
-        if not has_log:
-            console.print(f"[red]No audit_log table in {url}: run the pool migrations first.[/red]")
-            raise typer.Exit(2)
         started = time.perf_counter()
         with console.status("Verifying the audit chain…"):
             report = AuditLog(engine).verify()

@@ -51,8 +51,11 @@ def _map_strings(value: Any, change: Callable[[str], str]) -> Any:
         return change(value)
     if isinstance(value, list):
         return [_map_strings(item, change) for item in value]
-    if isinstance(value, dict):
-        return {key: _map_strings(item, change) for key, item in value.items()}
+    if isinstance(value, dict):  # keys too: a tool call argument's key may hold PII
+        return {
+            change(key) if isinstance(key, str) else key: _map_strings(item, change)
+            for key, item in value.items()
+        }
     return value
 
 

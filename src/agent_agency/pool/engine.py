@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
 
 WAL_AUTOCHECKPOINT_PAGES = 10_000
@@ -42,3 +42,13 @@ def make_engine(url: str) -> Engine:
         cursor.close()
 
     return engine
+
+
+def database_has_table(url: str, table: str) -> bool:
+    """Whether the database at `url` has `table`, asked over a plain connection: the pragmas
+    `make_engine` sets on SQLite would write to the file (a reader must leave it as it is)."""
+    probe = create_engine(url)
+    try:
+        return inspect(probe).has_table(table)
+    finally:
+        probe.dispose()

@@ -24,10 +24,12 @@ from agent_agency.config import PoolSettings
 from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.engine import RawJson
+from agent_agency.pool.pii import redact
 from agent_agency.pool.timestamps import to_utc
 from agent_agency.pool.validation import (
     RawPoint,
     batch_privacy_reasons,
+    identifier_entities,
     parse_point,
     structural_reasons,
     timestamp_reasons,
@@ -203,6 +205,8 @@ def prepare_batch(
     for index, raw, reasons in sorted(failures, key=lambda failure: failure[0]):
         raw_payload = _as_payload(raw)
         point_id = _own_id(raw_payload)
+        if point_id is not None and identifier_entities(point_id):
+            point_id = redact(point_id)[0]  # the id itself is PII: not stored, not reported
         prepared.rejected.append(
             quarantine_row(point_id, anonymizer.scrub_payload(raw_payload), reasons)
         )

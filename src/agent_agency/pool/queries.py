@@ -19,7 +19,7 @@ from agent_agency.config import PoolSettings
 from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.prepare import prepare_batch
-from agent_agency.pool.store import Store
+from agent_agency.pool.store import Store, check_points
 from agent_agency.pool.timestamps import to_utc
 from agent_agency.pool.validation import RawPoint
 from agent_agency.records import DataPoint, Evaluation, utcnow
@@ -270,6 +270,7 @@ def validate_quality(
     A rejected input is keyed by its id, or '#index' (its position in `points`) when it has
     none; a later rejected input repeating an id is keyed 'id#index', so each has its key.
     """
+    check_points(points)
     settings = settings or PoolSettings()
     anonymizer = Anonymizer(
         settings.anonymization,

@@ -14,8 +14,6 @@ from sqlalchemy import (
     Engine,
     Table,
     bindparam,
-    create_engine,
-    inspect,
     select,
     update,
 )
@@ -25,7 +23,7 @@ from sqlalchemy.engine import make_url
 from agent_agency.config import PoolSettings
 from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer
-from agent_agency.pool.engine import RawJson, make_engine, serialize_json
+from agent_agency.pool.engine import RawJson, database_has_table, make_engine, serialize_json
 from agent_agency.pool.migrate import migrate
 from agent_agency.pool.outcomes import (
     final_evaluations,
@@ -282,16 +280,6 @@ def _fresh_ids(connection: Connection, ids: list[str], report: IngestReport) -> 
     return fresh
 
 
-def _has_pool(url: str) -> bool:
-    """Whether the database at `url` has the pool's schema, asked over a plain connection (the
-    pragmas `make_engine` sets on SQLite would write to the file)."""
-    probe = create_engine(url)
-    try:
-        return inspect(probe).has_table(_SCHEMA_VERSION_TABLE)
-    finally:
-        probe.dispose()
-
-
 @dataclass(frozen=True)
 class _ExecutionFacts:
     agent: str
@@ -418,7 +406,7 @@ class Store:
         With `create=False` (callers that only read) a database without the pool's schema is left
         as it is and `NoPool` is raised: migrating it would only fill it with empty tables.
         """
-        if not create and not _has_pool(url):
+        if not create and not database_has_table(url, _SCHEMA_VERSION_TABLE):
             raise NoPool(f"{make_url(url).render_as_string(hide_password=True)} holds no pool")
         engine = make_engine(url)
         migrate(engine)

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agent_agency.pool.pii import pii_entities
+from agent_agency.pool.pii import pii_entities, redact
 from agent_agency.pool.timestamps import to_utc
 from agent_agency.records import DataPoint, RubricScores
 
@@ -235,6 +235,10 @@ def free_text_fields(point: DataPoint) -> Iterator[tuple[str, str]]:
         yield "execution.failure_reason", point.execution.failure_reason
     for index, gate in enumerate(point.evaluation.gates):
         yield f"evaluation.gates.{index}.reason", gate.reason
+    for index, message in enumerate(point.task.conversation):
+        for number, call in enumerate(message.tool_calls):
+            path = f"task.conversation.{index}.tool_calls.{number}.arguments"
+            yield from _json_strings(path, call.arguments, keys=False)
 
 
 def free_texts(point: DataPoint) -> list[str]:
@@ -245,15 +249,18 @@ def free_texts(point: DataPoint) -> list[str]:
     if execution.failure_reason:
         texts.append(execution.failure_reason)
     texts.extend(gate.reason for gate in point.evaluation.gates)
+    for message in point.task.conversation:
+        for call in message.tool_calls:
+            texts += [value for _, value in _json_strings("", call.arguments, keys=False)]
     return texts
 
 
 def identifying_fields(point: DataPoint) -> Iterator[tuple[str, str]]:
     """Every string of a point that is neither free text nor a timestamp, with its path: ids,
-    names, types, requirements, tool call arguments.
+    names, types, requirements, the keys of tool call arguments (their values are free text).
 
-    Anonymization leaves most of them as they are (ids join records, names group statistics), so
-    PII in one of them rejects the point. Tool call arguments are cleaned like free text.
+    Anonymization leaves them as they are (ids join records, names group statistics), so PII in
+    one of them rejects the point (`identifier_entities` says which PII).
     """
     task, routing = point.task, point.routing
     yield "id", point.id
@@ -280,7 +287,8 @@ def identifying_fields(point: DataPoint) -> Iterator[tuple[str, str]]:
         for number, call in enumerate(message.tool_calls):
             yield f"{where}.tool_calls.{number}.id", call.id
             yield f"{where}.tool_calls.{number}.name", call.name
-            yield from _json_strings(f"{where}.tool_calls.{number}.arguments", call.arguments)
+            path = f"{where}.tool_calls.{number}.arguments"
+            yield from _json_strings(path, call.arguments, keys=True)
 
 
 def identifying_values(point: DataPoint) -> list[str]:
@@ -305,21 +313,34 @@ def identifying_values(point: DataPoint) -> list[str]:
             values.append(message.tool_call_id)
         for call in message.tool_calls:
             values += (call.id, call.name)
-            values += [value for _, value in _json_strings("", call.arguments)]
+            values += [key for _, key in _json_strings("", call.arguments, keys=True)]
     return values
 
 
-def _json_strings(path: str, value: Any) -> Iterator[tuple[str, str]]:
-    """Every string in a JSON value (keys included), with its path."""
+def _json_strings(path: str, value: Any, *, keys: bool) -> Iterator[tuple[str, str]]:
+    """The object keys (`keys`) or else the string values in a JSON value, with their paths."""
     if isinstance(value, str):
-        yield path, value
+        if not keys:
+            yield path, value
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            yield from _json_strings(f"{path}.{index}", item)
+            yield from _json_strings(f"{path}.{index}", item, keys=keys)
     elif isinstance(value, dict):
         for key, item in value.items():
-            yield f"{path}.{key}", str(key)
-            yield from _json_strings(f"{path}.{key}", item)
+            if keys:
+                yield f"{path}.{key}", str(key)
+            yield from _json_strings(f"{path}.{key}", item, keys=keys)
+
+
+# Our recognizers find these by the shape of digits alone. In an id or a name (dates, UUIDs,
+# counters: `run-2026-11-16-141139`) such a shape is no evidence of a phone or card number, so
+# identifying fields are not judged on them; free text is, after the anonymizer replaced them.
+_DIGIT_SHAPED = frozenset({"PHONE_NUMBER", "CREDIT_CARD"})
+
+
+def identifier_entities(text: str) -> tuple[str, ...]:
+    """The entity types the privacy gate holds against an id or a name (`identifying_fields`)."""
+    return tuple(entity for entity in pii_entities(text) if entity not in _DIGIT_SHAPED)
 
 
 def privacy_reasons(point: DataPoint) -> list[str]:
@@ -329,18 +350,31 @@ def privacy_reasons(point: DataPoint) -> list[str]:
 
 def batch_privacy_reasons(points: Sequence[DataPoint]) -> list[list[str]]:
     """`privacy_reasons` of each point, checking each distinct string of the batch once."""
-    texts = [free_texts(point) + identifying_values(point) for point in points]
+    texts = [free_texts(point) for point in points]
+    identifying = [identifying_values(point) for point in points]
     entities = {text: pii_entities(text) for text in set(chain.from_iterable(texts))}
+    names = {text: identifier_entities(text) for text in set(chain.from_iterable(identifying))}
     flagged = {text for text, found in entities.items() if found}
+    flagged_names = {text for text, found in names.items() if found}
     return [
         []  # the common case, decided without naming the fields
-        if flagged.isdisjoint(point_texts)
+        if flagged.isdisjoint(point_texts) and flagged_names.isdisjoint(point_names)
         else [
-            f"privacy: {field}: contains {', '.join(entities[text])}"
-            for field, text in chain(free_text_fields(point), identifying_fields(point))
-            if entities[text]
+            *_privacy_reasons(free_text_fields(point), entities),
+            *_privacy_reasons(identifying_fields(point), names),
         ]
-        for point, point_texts in zip(points, texts, strict=True)
+        for point, point_texts, point_names in zip(points, texts, identifying, strict=True)
+    ]
+
+
+def _privacy_reasons(
+    fields: Iterator[tuple[str, str]], entities: Mapping[str, tuple[str, ...]]
+) -> list[str]:
+    # a path may hold PII too (a tool call argument's key): it is redacted in the reason
+    return [
+        f"privacy: {redact(field)[0]}: contains {', '.join(entities[text])}"
+        for field, text in fields
+        if entities[text]
     ]
 
 
