@@ -208,3 +208,8 @@ def test_cli_ingest_reads_standard_input(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "stdin line 2: type: (point): not valid JSON" in result.output
     assert "stdin: 3 accepted, 0 duplicates, 1 quarantined" in result.output
+
+
+def test_stats_refuses_a_window_longer_than_a_century() -> None:
+    result = runner.invoke(pool_app, ["stats", "--days", "999999999"])
+    assert result.exit_code == 2 and "--days" in result.output

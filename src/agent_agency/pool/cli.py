@@ -68,6 +68,7 @@ def stats(
         typer.Option(
             "--days",
             min=1,
+            max=36_500,  # a century: a longer window is all of it (and overflows a datetime)
             help="only the last N days: accepted points by their own timestamp (cold-tier "
             "aggregates by their day), quarantined inputs by when they were received",
         ),
