@@ -158,7 +158,8 @@ def test_validate_quality_keys_rejected_inputs_like_ingest_and_uniquely(store: S
     assert report.clean_percentage == pytest.approx(100 * 2 / 6)
     ingested = store.ingest(inputs)
     assert ingested.quarantined == 4
-    assert set(ingested.reasons) == {"dup", "#3"}  # ingest's report keys each id once
+    assert ingested.reasons == report.reasons  # the same keys as ingest's report
+    assert ingested.positions == {"dup": 1, "dup#2": 2, "#3": 3, "dup#5": 5}
 
 
 def test_validate_quality_keys_an_input_with_an_id_by_its_id() -> None:

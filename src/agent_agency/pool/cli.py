@@ -370,13 +370,9 @@ def _unreadable_note(lines: int) -> str:
 
 def _print_rejections(source: str, chunk: LineBatch, report: IngestReport) -> None:
     """A batch's quarantined points, then its unreadable lines."""
-    for point_id, reasons in report.reasons.items():
-        index = report.positions.get(point_id)  # none when the batch repeated a rejected id
-        if index is None:
-            where = point_id
-        else:
-            line = chunk.lines[index][0]
-            where = f"line {line}" if point_id.startswith("#") else f"line {line} ({point_id})"
+    for key, reasons in report.reasons.items():  # key: the id, '#index' or 'id#index'
+        line = chunk.lines[report.positions[key]][0]
+        where = f"line {line}" if key.startswith("#") else f"line {line} ({key})"
         console.print(
             f"[yellow]quarantined[/] {source} {where}: " + "; ".join(reasons), soft_wrap=True
         )

@@ -44,11 +44,12 @@ class IngestReport(BaseModel):
     duplicates: int = 0
     quarantined: int = 0
     reasons: dict[str, list[str]] = Field(
-        default_factory=dict, description="point id (or '#index' when it has none) → reasons"
+        default_factory=dict,
+        description="each rejected input's key (`report_key`: its id, '#index' when it has none, "
+        "'id#index' when it repeats a rejected id) → reasons",
     )
     positions: dict[str, int] = Field(
-        default_factory=dict,
-        description="for inputs the gates rejected: their key in `reasons` → index in the batch",
+        default_factory=dict, description="each key in `reasons` → that input's index in the batch"
     )
 
 
@@ -123,6 +124,14 @@ def _own_id(raw: Any) -> str | None:
     return None
 
 
+def report_key(report: IngestReport, point_id: str | None, index: int) -> str:
+    """The key of a rejected input in `report`: its id, '#index' when it has none, 'id#index'
+    when an earlier input of the batch with that id was rejected too (each has its own key)."""
+    if point_id is None:
+        return f"#{index}"
+    return point_id if point_id not in report.reasons else f"{point_id}#{index}"
+
+
 @dataclass
 class PreparedBatch:
     """A batch after the gates and anonymization, before its transaction (`prepare_batch`).
@@ -137,8 +146,6 @@ class PreparedBatch:
     ids: list[str] = field(default_factory=list)  # passed every gate, in input order
     clean_positions: list[int] = field(default_factory=list)  # their indices in the batch
     rejected: list[dict[str, Any]] = field(default_factory=list)  # quarantine rows
-    # for each of `rejected`: its index in the batch and the id it names itself by, if any
-    rejected_inputs: list[tuple[int, str | None]] = field(default_factory=list)
     rows: dict[str, dict[str, Any]] | None = None  # by point id (each id once)
     sqlite_parameters: list[tuple[Any, ...]] | None = None  # `rows` bound for SQLite, rows None
     points: list[DataPoint] = field(default_factory=list)  # when rows are built after noise
@@ -210,8 +217,7 @@ def prepare_batch(
         prepared.rejected.append(
             quarantine_row(point_id, anonymizer.scrub_payload(raw_payload), reasons)
         )
-        prepared.rejected_inputs.append((index, point_id))
-        key = point_id or f"#{index}"  # in the report only: the position names it in this batch
+        key = report_key(prepared.report, point_id, index)
         prepared.report.reasons[key] = reasons
         prepared.report.positions[key] = index
     prepared.ids = [point.id for point in clean]

@@ -267,8 +267,8 @@ def validate_quality(
     Not judged, as they need the database: points already stored (ingest counts them as
     duplicates) and a tenant's ε budget for reward noise.
 
-    A rejected input is keyed by its id, or '#index' (its position in `points`) when it has
-    none; a later rejected input repeating an id is keyed 'id#index', so each has its key.
+    A rejected input is keyed as in ingest's report (`prepare.report_key`): by its id, '#index'
+    (its position in `points`) when it has none, 'id#index' when it repeats a rejected id.
     """
     check_points(points)
     settings = settings or PoolSettings()
@@ -277,13 +277,7 @@ def validate_quality(
         secret if secret is not None else secrets.token_bytes(32),
         tuple(settings.pii_phone_regions),
     )
-    prepared = prepare_batch(points, anonymizer, settings)
-    reasons: dict[str, list[str]] = {}
-    for (index, own_id), row in zip(prepared.rejected_inputs, prepared.rejected, strict=True):
-        key = f"#{index}" if own_id is None else own_id
-        if key in reasons:
-            key = f"{own_id}#{index}"
-        reasons[key] = list(row["reasons"])
+    reasons = prepare_batch(points, anonymizer, settings).report.reasons
     total = len(points)
     clean = total - len(reasons)
     return QualityReport(

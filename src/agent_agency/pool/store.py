@@ -38,6 +38,7 @@ from agent_agency.pool.prepare import (
     point_rows,
     prepare_batch,
     quarantine_row,
+    report_key,
 )
 from agent_agency.pool.reward_noise import RewardNoise
 from agent_agency.pool.tenant_secret import load_tenant_secret
@@ -566,8 +567,9 @@ class Store:
             if spent[point.tenant_id] + cost > budget:
                 payload = point.model_dump(mode="json")
                 rejected.append(quarantine_row(point.id, payload, [BUDGET_EXHAUSTED]))
-                report.reasons[point.id] = [BUDGET_EXHAUSTED]
-                report.positions[point.id] = index
+                key = report_key(report, point.id, index)
+                report.reasons[key] = [BUDGET_EXHAUSTED]
+                report.positions[key] = index
                 continue
             spent[point.tenant_id] += cost
             noisy_labels = labels.model_copy(
