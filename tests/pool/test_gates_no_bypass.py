@@ -160,6 +160,16 @@ def test_a_card_number_standing_alone_is_still_found_in_an_id() -> None:
     ("change", "reason"),
     [
         ({"id": ""}, "completeness: id: empty id"),
+        ({"id": "   "}, "completeness: id: empty id"),
+        (
+            {
+                "execution": {
+                    **make_point("p").model_dump(mode="json")["execution"],
+                    "execution_id": "",
+                }
+            },
+            "completeness: execution.execution_id: empty id",
+        ),
         (
             {"rl_labels": {"reward": 0.5, "turn_rewards": [5.0, 0.5]}},
             "bounds: rl_labels.turn_rewards.0: 5.0 is outside [0, 1]",

@@ -172,6 +172,19 @@ def bounds_reasons(point: DataPoint) -> list[str]:
     return reasons
 
 
+def _ids(point: DataPoint) -> list[tuple[str, str]]:
+    """The ids that join a point to its records (a decision id may be absent, not empty)."""
+    ids = [
+        ("id", point.id),
+        ("task.task_id", point.task.task_id),
+        ("execution.execution_id", point.execution.execution_id),
+        ("evaluation.evaluation_id", point.evaluation.evaluation_id),
+    ]
+    if point.routing.decision_id is not None:
+        ids.append(("routing.decision_id", point.routing.decision_id))
+    return ids
+
+
 def consistency_reasons(point: DataPoint) -> list[str]:
     execution, evaluation = point.execution, point.evaluation
     reasons = []
@@ -194,8 +207,9 @@ def consistency_reasons(point: DataPoint) -> list[str]:
         reasons.append(
             "consistency: execution.tool_call_success_rate: no tool calls but a partial rate"
         )
-    if not point.id:
-        reasons.append("completeness: id: empty id")
+    for field, value in _ids(point):
+        if not value.strip():
+            reasons.append(f"completeness: {field}: empty id")
     if point.routing.selected_agent == "":
         reasons.append("completeness: routing.selected_agent: empty agent name")
     if not point.task.task_type:
