@@ -143,9 +143,19 @@ pool:
 """  # each point releases a reward and one turn reward: ε 2 per point, 2 points fit
 
 
-def test_cli_names_the_line_of_a_point_over_its_epsilon_budget(tmp_path: Path) -> None:
+def _ingest_with_reward_noise(tmp_path: Path, lines: list[str]) -> str:
+    """`agency pool ingest` of `lines` under NOISE_CONFIG; its output."""
     config = tmp_path / "agency.yaml"
     config.write_text(NOISE_CONFIG)
+    source = tmp_path / "points.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    db = str(tmp_path / "pool.db")
+    result = runner.invoke(pool_app, ["ingest", str(source), "--db", db, "-c", str(config)])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_cli_names_the_line_of_a_point_over_its_epsilon_budget(tmp_path: Path) -> None:
     lines = [
         json.dumps(point_json("p1")),
         "{not json",
@@ -154,31 +164,21 @@ def test_cli_names_the_line_of_a_point_over_its_epsilon_budget(tmp_path: Path) -
         json.dumps(point_json("p3")),
         json.dumps(point_json("p4")),
     ]
-    source = tmp_path / "points.jsonl"
-    source.write_text("\n".join(lines) + "\n")
-    db = str(tmp_path / "pool.db")
-    result = runner.invoke(pool_app, ["ingest", str(source), "--db", db, "-c", str(config)])
-    assert result.exit_code == 0, result.output
-    assert f"points.jsonl line 5 (p3): {BUDGET_EXHAUSTED}" in result.output
-    assert f"points.jsonl line 6 (p4): {BUDGET_EXHAUSTED}" in result.output
-    assert "points.jsonl line 4 (short): bounds" in result.output
-    assert "2 accepted, 0 duplicates, 4 quarantined" in result.output
+    output = _ingest_with_reward_noise(tmp_path, lines)
+    assert f"points.jsonl line 5 (p3): {BUDGET_EXHAUSTED}" in output
+    assert f"points.jsonl line 6 (p4): {BUDGET_EXHAUSTED}" in output
+    assert "points.jsonl line 4 (short): bounds" in output
+    assert "2 accepted, 0 duplicates, 4 quarantined" in output
 
 
 def test_budget_rejections_keep_their_line_when_rejected_ids_repeat(tmp_path: Path) -> None:
-    config = tmp_path / "agency.yaml"
-    config.write_text(NOISE_CONFIG)
     lines = [
         json.dumps(point_json("twice", **{"execution.latency_ms": -1})),
         json.dumps(point_json("twice", **{"execution.latency_ms": -2})),
         *[json.dumps(point_json(f"p{i}")) for i in range(3)],
     ]
-    source = tmp_path / "points.jsonl"
-    source.write_text("\n".join(lines) + "\n")
-    db = str(tmp_path / "pool.db")
-    result = runner.invoke(pool_app, ["ingest", str(source), "--db", db, "-c", str(config)])
-    assert result.exit_code == 0, result.output
-    assert f"points.jsonl line 5 (p2): {BUDGET_EXHAUSTED}" in result.output
+    output = _ingest_with_reward_noise(tmp_path, lines)
+    assert f"points.jsonl line 5 (p2): {BUDGET_EXHAUSTED}" in output
 
 
 # --------------------------------------------------------------------------------------------

@@ -162,7 +162,7 @@ class Anonymizer:
                 changed[text] = cleaned
 
         def clean(text: str) -> str:
-            # a string outside the batch's free texts (a tool call argument) is cleaned here
+            # a string outside the batch's free texts (a tool call argument's key) is cleaned here
             if text in distinct:
                 return changed.get(text, text)
             return self.clean_text(text)

@@ -137,7 +137,7 @@ def _non_negative_number(value: Any) -> bool:
         return False
 
 
-def _finite(value: Any) -> bool:
+def _is_finite(value: Any) -> bool:
     try:
         return math.isfinite(value)
     except TypeError:
@@ -165,7 +165,7 @@ def bounds_reasons(point: DataPoint) -> list[str]:
         if not _non_negative_number(value):
             reasons.append(f"bounds: {field}: {value!r} must be a non-negative number")
     for index, value in enumerate(advantages):
-        if not _finite(value):
+        if not _is_finite(value):
             reasons.append(
                 f"bounds: rl_labels.advantages.{index}: {value!r} is not a finite number"
             )
