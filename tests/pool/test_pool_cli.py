@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from concurrent.futures.process import BrokenProcessPool
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from typer.testing import CliRunner
 from agent_agency.pool import cli as pool_cli
 from agent_agency.pool.cli import pool_app
 from agent_agency.pool.ingest_workers import AUTO_MAX_WORKERS, AUTO_MIN_POINTS, auto_workers
-from agent_agency.pool.prepare import IngestReport
+from agent_agency.pool.prepare import IngestReport, prepare_batch
 from agent_agency.pool.store import Store
 
 runner = CliRunner()
@@ -44,7 +45,44 @@ def test_cli_ingest_stats_quarantine_compact(db_url: str, tmp_path: Path) -> Non
 
     result = runner.invoke(pool_app, ["compact", "--db", db_url])
     assert result.exit_code == 0, result.output
-    assert "moved_to_warm" in result.output
+    assert "nothing to compact" in result.output
+
+
+def test_cli_ingest_fails_when_no_line_is_stored(db_url: str, tmp_path: Path) -> None:
+    bad = make_point("bad").model_dump(mode="json")
+    bad["execution"]["latency_ms"] = -1
+    source = tmp_path / "points.jsonl"
+    source.write_text(json.dumps(bad) + "\n{not json\n")
+    result = runner.invoke(pool_app, ["ingest", str(source), "--db", db_url])
+    assert result.exit_code == 1, result.output
+    assert "0 accepted, 0 duplicates, 2 quarantined" in result.output
+    assert "every line was rejected" in result.output
+
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    result = runner.invoke(pool_app, ["ingest", str(empty), "--db", db_url])
+    assert result.exit_code == 0, result.output
+
+
+def test_cli_compact_says_what_it_moved(db_url: str) -> None:
+    now = datetime.now(UTC)
+    points = [
+        make_point("recent", when=now - timedelta(days=1)),
+        make_point("older", when=now - timedelta(days=10)),
+        make_point("old", when=now - timedelta(days=100)),
+    ]
+    with Store.open(db_url, create=True) as store:
+        # each arrived when it was a few hours old, into the hot tier
+        for point in points:
+            arrived = point.timestamp + timedelta(hours=3)
+            store.commit(prepare_batch([point], store.anonymizer, store.settings, now=arrived))
+
+    result = runner.invoke(pool_app, ["compact", "--db", db_url])
+    assert result.exit_code == 0, result.output
+    assert "compacted: 2 points hot → warm; 1 point of 1 day warm → cold" in result.output
+    result = runner.invoke(pool_app, ["compact", "--db", db_url, "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["moved_to_cold"] == 0  # idempotent
 
 
 def test_stats_by_agent_names_simulated_agents(db_url: str, tmp_path: Path) -> None:

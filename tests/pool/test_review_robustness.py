@@ -132,6 +132,13 @@ def test_ingest_of_a_single_point_is_a_type_error(store: Store, given: Any, kind
         assert connection.scalar(select(func.count()).select_from(schema.quarantine)) == 0
 
 
+@pytest.mark.parametrize("given", [5, None, 2.5])
+def test_ingest_of_no_sequence_is_a_type_error(store: Store, given: Any) -> None:
+    kind = type(given).__name__
+    with pytest.raises(TypeError, match=f"^points: expected a sequence .*, got {kind}$"):
+        store.ingest(given)
+
+
 # --------------------------------------------------------------------------------------------
 # The ε budget's rejections have line numbers
 # --------------------------------------------------------------------------------------------
@@ -216,7 +223,8 @@ def test_quarantine_show_prints_the_stored_scrubbed_payload(tmp_path: Path) -> N
     source = tmp_path / "points.jsonl"
     source.write_text(json.dumps(leaky) + "\n[1, 2]\n")
     db = str(tmp_path / "pool.db")
-    assert runner.invoke(pool_app, ["ingest", str(source), "--db", db]).exit_code == 0
+    nothing_stored = runner.invoke(pool_app, ["ingest", str(source), "--db", db])
+    assert nothing_stored.exit_code == 1
 
     result = runner.invoke(pool_app, ["quarantine", "--db", db, "--show", "leaky"])
     assert result.exit_code == 0, result.output

@@ -110,3 +110,35 @@ def test_json_text_gets_the_reasons_its_decoded_object_gets() -> None:
         assert from_text == [reason.split(": ", 2)[:2] for reason in decoded], text
     assert parse_point(json.dumps(point))[0] == parse_point(point)[0]
     assert parse_point("{not json")[1][0].startswith("type: (point): not valid JSON: Expecting")
+
+
+@pytest.mark.parametrize(
+    ("section", "name", "value", "expected"),
+    [
+        ("execution", "success", "true", "a valid boolean"),
+        ("execution", "success", 1, "a valid boolean"),
+        ("execution", "tokens_used", "120", "a valid integer"),
+        ("execution", "tokens_used", 120.0, "a valid integer"),
+        ("evaluation", "quality_score", "0.9", "a valid number"),
+    ],
+)
+def test_values_are_not_coerced_to_their_field_type(
+    section: str, name: str, value: object, expected: str
+) -> None:
+    point = make_point("p").model_dump(mode="json")
+    point[section][name] = value
+    for raw in (point, json.dumps(point)):
+        typed, reasons = parse_point(raw)
+        assert typed is None
+        assert reasons == [f"type: {section}.{name}: Input should be {expected}"]
+
+
+def test_a_records_python_dump_is_read_as_the_json_it_stands_for() -> None:
+    point = make_point("p")
+    assert parse_point(point.model_dump()) == (point, [])  # datetimes and enums, not JSON text
+    document = point.model_dump(mode="json")
+    document["task"]["prompt"] = {1, 2}
+    assert parse_point(document) == (
+        None,
+        ["type: (point): not a JSON object: 'set' values have no JSON form"],
+    )

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import Progress
+from rich.progress import Progress, TaskID
 from rich.table import Table
 from sqlalchemy import select
 
@@ -47,6 +47,7 @@ from agent_agency.pool.queries import (
     simulation_banner,
 )
 from agent_agency.pool.store import Store
+from agent_agency.pool.tiers import CompactReport
 from agent_agency.pool.tiers import compact as compact_tiers
 from agent_agency.pool.timestamps import to_utc
 from agent_agency.records import DataPoint
@@ -226,16 +227,60 @@ def quarantine(
 
 
 @pool_app.command()
-def compact(db: DbOption = None, config: ConfigOption = None) -> None:
-    """Move data between tiers (hot → warm → cold aggregates → deleted); safe to re-run."""
-    with _open(config, db) as store, Progress(console=console) as progress:
-        task = progress.add_task("compacting days into the cold tier", total=None)
+def compact(
+    db: DbOption = None,
+    config: ConfigOption = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="print the counts as one JSON object")
+    ] = False,
+) -> None:
+    """Move data between tiers (hot → warm → cold aggregates → deleted); safe to re-run.
+
+    Tier ages come from config (`pool.hot_days`, `pool.warm_days`, `pool.cold_days`).
+    """
+    with (
+        _open(config, db) as store,
+        Progress(console=console, transient=True, disable=not console.is_terminal) as progress,
+    ):
+        shown: list[TaskID] = []  # the progress bar, once there is a day to move
 
         def on_day(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
+            if not shown:
+                shown.append(progress.add_task("moving days to the cold tier", total=total))
+            progress.update(shown[0], completed=done)
 
         report = compact_tiers(store, on_day=on_day)
-    console.print(report.model_dump())
+    if json_out:
+        typer.echo(json.dumps(report.model_dump(), indent=2))
+    else:
+        console.print(_compact_summary(report), soft_wrap=True, highlight=False)
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _compact_summary(report: CompactReport) -> str:
+    moves = [
+        f"{_plural(report.moved_to_warm, 'point')} hot → warm" if report.moved_to_warm else "",
+        f"{_plural(report.moved_to_cold, 'point')} of {_plural(report.days_compacted, 'day')} "
+        "warm → cold (daily aggregates)"
+        if report.moved_to_cold
+        else "",
+    ]
+    deletions = [
+        f"{count} {what}"
+        for count, what in (
+            (report.cold_rows_deleted, "cold-tier daily aggregates past retention"),
+            (report.quarantine_rows_deleted, "quarantine entries past retention"),
+            (report.records_deleted, "routing, execution, evaluation and span records"),
+        )
+        if count
+    ]
+    done = [part for part in moves if part]
+    if deletions:
+        done.append("deleted " + ", ".join(deletions))
+    return "compacted: " + "; ".join(done) if done else "nothing to compact: every tier is current"
 
 
 @pool_app.command("schema")
@@ -281,7 +326,8 @@ def ingest(
     The input is read a batch at a time; a line that is not UTF-8 text is reported and skipped.
     From standard input, whose length is not known beforehand, `--workers auto` starts none.
     Ctrl-C or SIGTERM stops the workers and says how far it got (exit status 130 or 143);
-    running the command again resumes it.
+    running the command again resumes it. The exit status is 1 when the input had lines but
+    none was stored (every one quarantined or unreadable), 0 when some were.
     """
     from_stdin = str(path) == "-"
     source = "stdin" if from_stdin else str(path)
@@ -341,6 +387,12 @@ def ingest(
         + _unreadable_note(totals["unreadable"]),
         soft_wrap=True,
     )
+    rejected = totals["quarantined"] + totals["unreadable"]
+    if rejected and not totals["accepted"] + totals["duplicates"]:
+        console.print(
+            f"[red]nothing from {source} was stored: every line was rejected", soft_wrap=True
+        )
+        raise typer.Exit(1)
 
 
 def _counts(totals: dict[str, int]) -> str:
@@ -365,7 +417,7 @@ def _lines_of(path: Path) -> int:
 def _unreadable_note(lines: int) -> str:
     if not lines:
         return ""
-    return f", {lines} unreadable line{'s' if lines > 1 else ''} skipped"
+    return f", {_plural(lines, 'unreadable line')} skipped"
 
 
 def _print_rejections(source: str, chunk: LineBatch, report: IngestReport) -> None:

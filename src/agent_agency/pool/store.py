@@ -94,11 +94,13 @@ class NoPool(LookupError):
 def check_points(points: object, name: str = "points") -> None:
     """A `TypeError` naming `name` unless `points` is a sequence of points: a single point, JSON
     text, bytes or a mapping iterates as characters, bytes or keys, each quarantined alone."""
+    expected = "expected a sequence of data points (records, JSON objects or JSON text)"
     if isinstance(points, str | bytes | bytearray | Mapping | DataPoint):
         raise TypeError(
-            f"{name}: expected a sequence of data points (records, JSON objects or JSON text), "
-            f"got one {type(points).__name__}; pass [point] for a single point"
+            f"{name}: {expected}, got one {type(points).__name__}; pass [point] for a single point"
         )
+    if not isinstance(points, Iterable):
+        raise TypeError(f"{name}: {expected}, got {type(points).__name__}")
 
 
 def dialect_insert(connection: Connection, table: Table) -> postgresql.Insert | sqlite.Insert:

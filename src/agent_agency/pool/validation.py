@@ -13,6 +13,7 @@ import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
+from enum import Enum
 from itertools import chain
 from typing import Any
 
@@ -42,7 +43,7 @@ def parse_point(raw: RawPoint) -> tuple[DataPoint | None, list[str]]:
         # of the garbage the collector must walk). Text that is no JSON object is decoded again
         # below, so its reason reads the same as for decoded input.
         try:
-            return DataPoint.model_validate_json(raw), []
+            return _strict_point(raw), []
         except ValidationError as error:
             if not any(
                 item["type"] in _DOCUMENT_ERRORS and not item["loc"] for item in error.errors()
@@ -55,9 +56,30 @@ def parse_point(raw: RawPoint) -> tuple[DataPoint | None, list[str]]:
     if not isinstance(raw, Mapping):
         return None, [f"type: (point): expected a JSON object, got {type(raw).__name__}"]
     try:
-        return DataPoint.model_validate(raw), []
+        # a mapping is judged as the JSON it stands for, by the same strict rules as JSON text
+        text = json.dumps(raw, default=_json_value)
+    except (TypeError, ValueError) as error:
+        return None, [f"type: (point): not a JSON object: {error}"]
+    try:
+        return _strict_point(text), []
     except ValidationError as error:
         return None, _gate_reasons(error)
+
+
+def _strict_point(text: str) -> DataPoint:
+    """The point in JSON `text`, without lax coercion: `"true"` is no boolean, `"3"` and `3.0` are
+    no integer, `"0.5"` is no number (each a type error naming its field)."""
+    return DataPoint.model_validate_json(text, strict=True)
+
+
+def _json_value(value: object) -> object:
+    """The JSON form of a value Python code may put in a point's mapping (a record's
+    `model_dump()` holds datetimes and enums)."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return value.value
+    raise TypeError(f"{type(value).__name__!r} values have no JSON form")
 
 
 # pydantic's errors for JSON text that is not an object at all
