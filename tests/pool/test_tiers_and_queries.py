@@ -7,7 +7,9 @@ import pytest
 from pool_records import T0, make_point
 from sqlalchemy import func, select
 
+from agent_agency.config import PoolSettings
 from agent_agency.pool import schema, tiers
+from agent_agency.pool.ingest_workers import ingest_batches
 from agent_agency.pool.prepare import prepare_batch
 from agent_agency.pool.queries import (
     BatchCriteria,
@@ -142,3 +144,29 @@ def test_validate_quality_and_collection_metrics(store: Store) -> None:
     assert metrics.data_points_per_day == {T0.date().isoformat(): 19}
     assert metrics.complexity_distribution == {"trivial": 0, "standard": 19, "complex": 0}
     assert metrics.agents_covered == 1
+
+
+def test_points_of_days_compacted_under_a_shorter_warm_tier_are_not_counted_twice(
+    db_url: str,
+) -> None:
+    """`pool.warm_days` shortened for one compaction, then restored: the days it moved to the
+    cold tier are younger than the restored warm tier, and re-ingesting their points must not
+    add them beside their aggregates."""
+    old, recent = make_point("old", when=NOW - timedelta(days=40)), make_point("recent")
+    with Store.open(db_url, PoolSettings(warm_days=30)) as short:
+        arrived = old.timestamp + timedelta(hours=3)
+        short.commit(prepare_batch([old], short.anonymizer, short.settings, now=arrived))
+        assert compact(short, now=NOW).moved_to_cold == 1
+        assert short.cold_through() == old.timestamp.date()
+
+    with Store.open(db_url) as store:
+        assert store.settings.warm_days == 90  # the 40-day-old point is inside the warm tier
+        batches = [[old.model_dump_json(), recent.model_dump_json()]]
+        for workers in (1, 2):
+            [report] = ingest_batches(store, batches, workers)
+            assert report.accepted == (1 if workers == 1 else 0)  # `recent`, once
+            assert report.quarantined == 1
+            [reason] = report.reasons["old"]
+            assert reason.startswith("retention: timestamp: ")
+            assert "already moved to the cold tier" in reason
+        assert totals(store)[0] == 2  # one aggregated point and `recent`

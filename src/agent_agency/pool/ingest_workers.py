@@ -22,6 +22,7 @@ from collections import deque
 from collections.abc import Generator, Iterable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from datetime import date
 
 from agent_agency.config import PoolSettings
 from agent_agency.pool.anonymize import Anonymizer
@@ -107,23 +108,28 @@ def prepare_as_worker(
     settings: PoolSettings,
     *,
     bind_for_sqlite: bool,
+    cold_through: date | None = None,
 ) -> PreparedBatch:
     """A batch prepared as a worker process sends it back: with the collector paused, and with
     its rows bound for SQLite's INSERT when the store is SQLite (the committing process then only
-    runs the INSERT)."""
+    runs the INSERT). `cold_through`: as `prepare_batch` takes it."""
     with collector_paused():
-        prepared = prepare_batch(points, anonymizer, settings)
+        prepared = prepare_batch(points, anonymizer, settings, cold_through=cold_through)
         if bind_for_sqlite and prepared.rows is not None:
             prepared.sqlite_parameters = sqlite_point_parameters(prepared.rows.values())
             prepared.rows = None
     return prepared
 
 
-def _prepare_in_worker(points: list[RawPoint]) -> PreparedBatch:
+def _prepare_in_worker(points: list[RawPoint], cold_through: date | None) -> PreparedBatch:
     if _worker is None:
         raise RuntimeError("_prepare_in_worker runs only in a process started by ingest_batches")
     return prepare_as_worker(
-        points, _worker.anonymizer, _worker.settings, bind_for_sqlite=_worker.bind_for_sqlite
+        points,
+        _worker.anonymizer,
+        _worker.settings,
+        bind_for_sqlite=_worker.bind_for_sqlite,
+        cold_through=cold_through,
     )
 
 
@@ -161,7 +167,9 @@ def ingest_batches(
         pending: deque[Future[PreparedBatch]] = deque()
         for number, batch in enumerate(batches):
             check_points(batch, f"batches[{number}]")
-            pending.append(executor.submit(_prepare_in_worker, list(batch)))
+            # the cold tier's newest day as the batch leaves (one indexed query)
+            cold_through = store.cold_through()
+            pending.append(executor.submit(_prepare_in_worker, list(batch), cold_through))
             if len(pending) > AHEAD_PER_WORKER * workers:
                 yield store.commit(pending.popleft().result())
         while pending:

@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -175,13 +175,16 @@ def prepare_batch(
     anonymizer: Anonymizer,
     settings: PoolSettings,
     now: datetime | None = None,
+    cold_through: date | None = None,
 ) -> PreparedBatch:
     """The database-free part of ingest: gates, anonymization, quarantine rows, and the data
     point rows when no reward noise is to be added (noise needs the tenant's ledger).
 
     Every point is anonymized under `anonymizer`'s policy, also one that records a policy of its
     own (anonymizing again changes nothing that was anonymized). `now` is the time of ingest
-    (default: the clock's), which the timestamps are checked against and tiers count from.
+    (default: the clock's), which the timestamps are checked against and tiers count from;
+    `cold_through` the newest day of the pool's cold tier (`Store.cold_through`), on or before
+    which no point is taken.
     """
     now = utcnow() if now is None else now
     max_age = timedelta(days=settings.warm_days)
@@ -192,7 +195,9 @@ def prepare_batch(
     for index, raw in enumerate(points):
         point, reasons = parse_point(raw)
         if point is not None:
-            reasons = structural_reasons(point) + timestamp_reasons(point, now, max_age)
+            reasons = structural_reasons(point) + timestamp_reasons(
+                point, now, max_age, cold_through
+            )
         if point is not None and not reasons:
             passed.append((index, raw, point))
         else:

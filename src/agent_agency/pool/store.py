@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from pydantic import BaseModel
@@ -14,6 +14,7 @@ from sqlalchemy import (
     Engine,
     Table,
     bindparam,
+    func,
     select,
     update,
 )
@@ -493,8 +494,19 @@ class Store:
         JSON text can be prepared in worker processes: `pool.ingest_workers.ingest_batches`.
         """
         check_points(points)
+        cold_through = self.cold_through()
         with collector_paused():
-            return self.commit(prepare_batch(points, self.anonymizer, self.settings))
+            return self.commit(
+                prepare_batch(points, self.anonymizer, self.settings, cold_through=cold_through)
+            )
+
+    def cold_through(self) -> date | None:
+        """The newest day the cold tier holds aggregates for (None while it is empty): ingest
+        takes no point of that day or before, which could already be counted there."""
+        daily = schema.agent_stats_daily
+        with self._engine.connect() as connection:
+            newest: date | None = connection.scalar(select(func.max(daily.c.day)))
+        return newest
 
     def commit(self, prepared: PreparedBatch) -> IngestReport:
         """Store a prepared batch in one transaction; its report, counted after the commit.

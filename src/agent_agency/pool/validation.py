@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from enum import Enum
 from itertools import chain
 from typing import Any
@@ -243,12 +243,17 @@ def consistency_reasons(point: DataPoint) -> list[str]:
 FUTURE_TOLERANCE = timedelta(hours=1)
 
 
-def timestamp_reasons(point: DataPoint, now: datetime, max_age: timedelta) -> list[str]:
-    """Reasons when the point's timestamp is in the future or older than `max_age`.
+def timestamp_reasons(
+    point: DataPoint, now: datetime, max_age: timedelta, cold_through: date | None = None
+) -> list[str]:
+    """Reasons when the point's timestamp is in the future, older than `max_age`, or on a day
+    the cold tier holds aggregates for (through `cold_through`, its newest day).
 
     The pool keeps a point's row for `max_age` (the warm tier's age limit) and then only daily
     aggregates: an older point would be counted in them without ever being usable, and one whose
-    row was already compacted would be counted twice.
+    row was already compacted would be counted twice. A compaction run with a shorter warm tier
+    than this ingest's (`pool.warm_days` changed between them) leaves compacted days younger than
+    `max_age`: `cold_through` covers those.
     """
     timestamp = to_utc(point.timestamp)
     if timestamp > now + FUTURE_TOLERANCE:
@@ -257,6 +262,12 @@ def timestamp_reasons(point: DataPoint, now: datetime, max_age: timedelta) -> li
         return [
             f"retention: timestamp: {timestamp.isoformat()} is older than the "
             f"{max_age.days} days the pool keeps data points (pool.warm_days)"
+        ]
+    if cold_through is not None and timestamp.date() <= cold_through:
+        return [
+            f"retention: timestamp: {timestamp.isoformat()} falls on a day `pool compact` "
+            f"already moved to the cold tier (it holds days through {cold_through.isoformat()}): "
+            "stored again, the point could be counted twice"
         ]
     return []
 
