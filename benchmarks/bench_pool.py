@@ -595,6 +595,7 @@ def main() -> None:
         for workers, (overall, steady, first, cpu) in text_runs.items()
     ]
     needed = math.ceil(20_000 * prepare_us / 1e6)  # worker cores preparing 20,000 points/s
+    two_core_bound = 2e6 / (prepare_us + commit_us)  # all the CPU 2 cores give, no overhead
     projection = (
         f"So `--workers {needed}` on a machine with {needed + 1} free cores would prepare the "
         "20,000 points/s that the committing process can store."
@@ -687,6 +688,10 @@ own (the same points prepared beforehand exactly as a worker prepares them, then
 committed in the timed loop; median of {REPEATS} runs), it commits **{ceiling:,.0f} points/s**
 ({commit_us:.0f} µs of CPU per point). Preparing costs {prepare_us:.0f} µs of CPU per point,
 {1e6 / prepare_us:,.0f} points/s per worker core.
+The same two costs bound what 2 workers reach here, where the three processes share 2 cores: at
+most 2 × 10⁶ / ({prepare_us:.0f} + {commit_us:.0f}) = {two_core_bound:,.0f} points/s; measured
+above, {text_runs[2][1]:,.0f} after the first report ({text_runs[2][1] / two_core_bound:.0%} of
+that bound).
 {projection}
 That is a projection from these two measured rates, not a measured rate: no machine with more
 cores was available to this benchmark. Records built in the ingesting process (`DataPoint`
