@@ -37,7 +37,7 @@ from agent_agency.pool.prepare import collector_paused, data_point_row  # noqa: 
 from agent_agency.pool.queries import get_agent_statistics  # noqa: E402
 from agent_agency.pool.store import Store, insert_points  # noqa: E402
 from agent_agency.pool.validation import (  # noqa: E402
-    batch_privacy_reasons,
+    batch_string_reasons,
     free_texts,
     structural_reasons,
     timestamp_reasons,
@@ -487,7 +487,7 @@ def _time_stages(store: Store, chunk: list[DataPoint], lap: _Laps) -> None:
     lap("gates")
     views = store.anonymizer.anonymized_views(chunk)
     lap("anonymization")
-    batch_privacy_reasons(views)
+    batch_string_reasons(views)
     lap("privacy gate")
     rows = [data_point_row(view, "hot") for view in views]
     lap("rows (JSON payload)")

@@ -39,6 +39,14 @@ TaskId = Annotated[str, Field(max_length=TASK_ID_MAX)]
 TaskType = Annotated[str, Field(max_length=TASK_TYPE_MAX)]
 AgentKey = Annotated[str, Field(max_length=AGENT_MAX)]
 
+# Upper bounds of counts (tokens, iterations, tool calls) and durations: far above any real task,
+# and low enough that a count fits a 32-bit integer column and the pool's sums of them (daily
+# aggregates, statistics) neither overflow a 64-bit integer nor reach a float's infinity.
+MAX_COUNT = 2**31 - 1
+MAX_LATENCY_MS = 30 * 24 * 3600 * 1000.0  # 30 days
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+LatencyMs = Annotated[float, Field(ge=0, le=MAX_LATENCY_MS)]
+
 
 def _non_finite_at(value: dict[str, Any]) -> str | None:
     """The path of a NaN or infinity inside a decoded JSON object, else None (iterative: the
@@ -74,10 +82,12 @@ class Record(BaseModel):
     """Base of every record: unknown fields are errors, so typos never pass silently.
 
     Floats must be finite: a record is stored and exchanged as JSON, which has no NaN or
-    infinity (pydantic writes them as null, and the record would no longer load).
+    infinity (pydantic writes them as null, and the record would no longer load). An assignment
+    is validated like the constructor's argument (`point.execution.success = None` raises,
+    naming the field); only `model_copy(update=...)` and `model_construct` skip validation.
     """
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_assignment=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -152,9 +162,9 @@ class Completion(Record):
 
     text: str
     tool_calls: list[ToolCall] = Field(default_factory=list)
-    input_tokens: int = Field(ge=0)
-    output_tokens: int = Field(ge=0)
-    latency_ms: float = Field(ge=0)
+    input_tokens: Count
+    output_tokens: Count
+    latency_ms: LatencyMs
     model: str
     finish_reason: str | None = None
 
@@ -269,7 +279,7 @@ class ToolUse(Record):
     call: ToolCall
     result: str | None = None
     error: str | None = None
-    latency_ms: float = Field(default=0.0, ge=0)
+    latency_ms: LatencyMs = 0.0
 
     @property
     def succeeded(self) -> bool:
@@ -282,9 +292,9 @@ class Iteration(Record):
     number: int = Field(ge=1)
     messages: list[Message] = Field(default_factory=list, description="prompt sent, in order")
     output: str = ""
-    latency_ms: float = Field(default=0.0, ge=0)
-    input_tokens: int = Field(default=0, ge=0)
-    output_tokens: int = Field(default=0, ge=0)
+    latency_ms: LatencyMs = 0.0
+    input_tokens: Count = 0
+    output_tokens: Count = 0
     model_calls: int = Field(default=0, ge=0)
     tool_uses: list[ToolUse] = Field(default_factory=list)
     quality_score: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -450,19 +460,19 @@ class RoutingContext(Record):
     strategy: str
     confidence: float = Field(ge=0.0, le=1.0)
     propensity: float = Field(ge=0.0, le=1.0)
-    candidates: int = Field(ge=0)
+    candidates: Count
 
 
 class ExecutionMetrics(Record):
     execution_id: str
     success: bool
     failure_reason: str | None = None
-    latency_ms: float = Field(ge=0)
-    input_tokens: int = Field(ge=0)
-    output_tokens: int = Field(ge=0)
-    tokens_used: int = Field(ge=0)
-    iterations: int = Field(ge=0)
-    tool_call_count: int = Field(ge=0)
+    latency_ms: LatencyMs
+    input_tokens: Count
+    output_tokens: Count
+    tokens_used: Count
+    iterations: Count
+    tool_call_count: Count
     tool_call_success_rate: float = Field(ge=0.0, le=1.0)
     final_output: str = ""
     simulated: bool = False

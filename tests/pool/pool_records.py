@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from agent_agency.pool.assemble import build_data_point
 from agent_agency.records import (
@@ -117,3 +118,15 @@ def make_point(
     task = make_task(task_id, task_type).model_copy(update={"prompt": prompt})
     point = build_data_point(task, decision, execution, evaluations[-1], tenant_id=tenant)
     return point.model_copy(update={"id": task_id})  # readable ids in assertions
+
+
+def unvalidated(record: Any, path: str, value: Any) -> Any:
+    """`record` with the field at the dotted `path` (list items by index) set to `value` without
+    validation, as `model_copy(update=...)` lets code do: assignment would be validated."""
+    head, _, rest = path.partition(".")
+    if isinstance(record, list):
+        index = int(head)
+        item = unvalidated(record[index], rest, value) if rest else value
+        return [*record[:index], item, *record[index + 1 :]]
+    field = unvalidated(getattr(record, head), rest, value) if rest else value
+    return record.model_copy(update={head: field})

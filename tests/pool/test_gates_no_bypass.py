@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pool_records import make_point
+from pool_records import make_point, unvalidated
 from sqlalchemy import func, select
 
 from agent_agency.config import AnonymizationPolicy
@@ -132,6 +132,51 @@ def test_an_argument_key_holding_pii_is_redacted_like_its_value(store: Store) ->
     assert message["tool_calls"][0]["arguments"] == {"[EMAIL]": "mail [EMAIL]"}
 
 
+def test_argument_keys_redacted_alike_keep_every_value(store: Store) -> None:
+    point = make_point("p")
+    arguments = {"a@x.org": "1", "b@x.org": "2", "[EMAIL]#2": "3"}
+    call = ToolCall(id="c1", name="f", arguments=arguments)
+    point.task.conversation = [Message(role="assistant", tool_calls=[call])]
+    assert store.ingest([point]).accepted == 1
+    [message] = _payloads(store)["p"]["task"]["conversation"]
+    assert message["tool_calls"][0]["arguments"] == {
+        "[EMAIL]": "1",
+        "[EMAIL]#2": "2",
+        "[EMAIL]#2#2": "3",
+    }
+
+
+IBAN = "DE89370400440532013000"
+WALLET = "1BoatSLRHtKNngkdXEeobR76b53LETtpyT"
+
+
+@pytest.mark.parametrize(
+    ("field", "change", "entity"),
+    [
+        ("id", {"id": IBAN}, "IBAN_CODE"),
+        ("routing.selected_agent", {"agent": f"agent-{WALLET}"}, "CRYPTO"),
+        ("task.task_type", {"task_type": f"iban {IBAN[:4]} {IBAN[4:]}"}, "IBAN_CODE"),
+    ],
+)
+def test_ids_and_names_holding_an_iban_or_a_wallet_address_are_rejected(
+    store: Store, field: str, change: dict[str, str], entity: str
+) -> None:
+    names = {key: value for key, value in change.items() if key != "id"}
+    report = store.ingest([make_point(change.get("id", "p"), **names)])
+    assert report.quarantined == 1
+    [reasons] = report.reasons.values()
+    assert f"privacy: {field}: contains {entity}" in reasons
+    stored = json.dumps(_quarantined(store))
+    assert IBAN not in stored and WALLET not in stored
+
+
+def test_an_unknown_field_named_with_pii_is_redacted_in_its_reason(store: Store) -> None:
+    line = make_point("p").model_dump(mode="json") | {"jane.roe@example.com": "x"}
+    report = store.ingest([line])
+    assert report.reasons["p"] == ["type: [EMAIL]: Extra inputs are not permitted"]
+    assert "jane.roe" not in json.dumps(_quarantined(store))
+
+
 def test_an_id_holding_pii_is_redacted_in_quarantine_and_in_the_report(store: Store) -> None:
     report = store.ingest([make_point("jane.roe@example.com")])
     assert list(report.reasons) == ["[EMAIL]"]
@@ -174,9 +219,23 @@ def test_a_card_number_standing_alone_is_still_found_in_an_id() -> None:
             {"rl_labels": {"reward": 0.5, "turn_rewards": [5.0, 0.5]}},
             "bounds: rl_labels.turn_rewards.0: 5.0 is outside [0, 1]",
         ),
+        ({"tenant_id": ""}, "completeness: tenant_id: empty tenant id"),
+        (
+            {
+                "routing": {
+                    **make_point("p").model_dump(mode="json")["routing"],
+                    "selected_agent": " ",
+                }
+            },
+            "completeness: routing.selected_agent: empty agent name",
+        ),
+        (
+            {"task": {**make_point("p").model_dump(mode="json")["task"], "task_type": "\t "}},
+            "completeness: task.task_type: empty task type",
+        ),
     ],
 )
-def test_gates_reject_an_empty_id_and_turn_rewards_out_of_bounds(
+def test_gates_reject_empty_ids_and_names_and_turn_rewards_out_of_bounds(
     store: Store, change: dict[str, Any], reason: str
 ) -> None:
     document = {**make_point("p").model_dump(mode="json"), **change}
@@ -188,8 +247,7 @@ def test_gates_reject_an_empty_id_and_turn_rewards_out_of_bounds(
 def test_a_record_changed_after_validation_cannot_bring_a_non_finite_advantage(
     store: Store,
 ) -> None:
-    point = make_point("p")
-    point.rl_labels.advantages = [0.5, float("nan")]  # assignment does not re-validate
+    point = unvalidated(make_point("p"), "rl_labels.advantages", [0.5, float("nan")])
     report = store.ingest([point])
     assert report.reasons["p"] == ["bounds: rl_labels.advantages.1: nan is not a finite number"]
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from pool_records import T0, make_point
+from pool_records import T0, make_point, unvalidated
 from sqlalchemy import func, select
 
 from agent_agency.config import AnonymizationPolicy, PoolSettings
@@ -104,9 +104,8 @@ def test_malformed_points_are_quarantined_with_every_reason(store: Store) -> Non
 
 def test_consistency_and_mutated_bounds_are_gated(store: Store) -> None:
     inconsistent = make_point("c", success=True, quality=0.0)
-    mutated = make_point("m")
-    mutated.rl_labels.reward = 3.0  # records do not re-validate on assignment
-    mutated.execution.tokens_used = 1
+    mutated = unvalidated(make_point("m"), "rl_labels.reward", 3.0)
+    mutated = unvalidated(mutated, "execution.tokens_used", 1)
     report = store.ingest([inconsistent, mutated])
     assert report.quarantined == 2
     assert report.reasons["c"] == [
@@ -169,6 +168,9 @@ def test_reward_noise_spends_and_enforces_the_tenant_budget(db_url: str) -> None
                 eps for eps in connection.scalars(select(schema.privacy_budget.c.epsilon_spent))
             )
         assert spent == pytest.approx([2.0, 6.0])
+        with store.engine.connect() as connection:
+            [withheld] = connection.scalars(select(schema.quarantine.c.payload))
+        assert withheld["id"] == "q1" and "rl_labels" not in withheld
 
 
 def test_points_older_than_the_hot_window_enter_warm(store: Store) -> None:

@@ -25,7 +25,7 @@ from agent_agency.pool.pii import PRESIDIO_DIGIT_TRIGGERS, PRESIDIO_TRIGGERS, cl
 from agent_agency.pool.prepare import data_point_row, tier_for
 from agent_agency.pool.queries import BatchCriteria, get_batch
 from agent_agency.pool.store import Store, insert_new, insert_points
-from agent_agency.pool.validation import parse_point, privacy_reasons, structural_reasons
+from agent_agency.pool.validation import parse_point, string_reasons, structural_reasons
 from agent_agency.records import DataPoint, Message, ToolCall, utcnow
 
 SYSTEM = "You are a careful assistant. Think step by step; refuse to reveal personal data."
@@ -71,7 +71,7 @@ def _reference_ingest(store: Store, points: list[DataPoint | dict[str, Any]]) ->
             continue
         if point.anonymization_policy is None:
             point = anonymizer.anonymized_view(point)
-        if privacy_reasons(point) or point.id in rows:
+        if string_reasons(point) or point.id in rows:
             continue
         rows[point.id] = data_point_row(point, tier_for(point.timestamp, now, store.settings))
     with store.engine.begin() as connection:

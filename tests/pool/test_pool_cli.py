@@ -251,3 +251,30 @@ def test_cli_ingest_reads_standard_input(tmp_path: Path) -> None:
 def test_stats_refuses_a_window_longer_than_a_century() -> None:
     result = runner.invoke(pool_app, ["stats", "--days", "999999999"])
     assert result.exit_code == 2 and "--days" in result.output
+
+
+def test_quarantine_show_finds_a_long_id_as_ingest_printed_it(tmp_path: Path) -> None:
+    db = str(tmp_path / "pool.db")
+    long_id = "run-" + "x" * 300
+    bad = make_point("p").model_dump(mode="json") | {"id": long_id, "extra": 1}
+    source = tmp_path / "points.jsonl"
+    source.write_text(json.dumps(bad) + "\n")
+    result = runner.invoke(pool_app, ["ingest", str(source), "--db", db])
+    assert f"({long_id})" in result.output
+    result = runner.invoke(pool_app, ["quarantine", "--db", db, "--show", long_id])
+    assert result.exit_code == 0, result.output
+    [entry] = json.loads(result.output)
+    assert entry["payload"]["id"] == long_id
+    result = runner.invoke(pool_app, ["quarantine", "--db", db, "--show", " "])
+    assert result.exit_code == 2 and "--show" in result.output
+
+
+@pytest.mark.parametrize("workers", ["²", "0", "-1", "two"])
+def test_cli_ingest_names_a_bad_worker_count(tmp_path: Path, workers: str) -> None:
+    source = tmp_path / "points.jsonl"
+    source.write_text(make_point("p").model_dump_json() + "\n")
+    result = runner.invoke(
+        pool_app, ["ingest", str(source), "--db", str(tmp_path / "p.db"), "--workers", workers]
+    )
+    assert result.exit_code == 2
+    assert "expected a whole number of at least 1 or 'auto'" in result.output

@@ -282,8 +282,9 @@ def test_cli_ingest_stopped_says_how_far_it_got(
     result = runner.invoke(pool_app, ["ingest", str(source), "--db", db, "--batch", "2"])
     assert result.exit_code == code
     assert (
-        f"interrupted by {by} after line 2 of {source}: 2 accepted, 0 duplicates, 0 quarantined; "
-        "run the same command again to resume: stored points are skipped as duplicates"
+        f"interrupted by {by} after line 2 of {source}: 2 accepted, 0 duplicates, 0 quarantined "
+        "(the next batch may be stored too, if it was committing); run the same command again "
+        "to resume: stored points are skipped as duplicates"
     ) in result.output
 
 

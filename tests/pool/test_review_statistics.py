@@ -20,6 +20,7 @@ from agent_agency.pool.queries import (
     BatchCriteria,
     CollectionMetrics,
     collection_metrics,
+    get_agent_statistics,
     get_batch,
     get_system_statistics,
     validate_quality,
@@ -120,6 +121,23 @@ def test_get_batch_takes_a_mapping_of_criteria(store: Store) -> None:
         get_batch(store, {"min_qualty": 0.5})
     with pytest.raises(ValidationError, match="min_quality"):
         get_batch(store, {"min_quality": 2})
+    with pytest.raises(ValidationError, match="since"):
+        get_batch(store, {"since": 5})  # an epoch number is no date
+    with pytest.raises(ValidationError, match="limit"):
+        get_batch(store, {"limit": "10"})
+
+
+def test_a_time_range_past_the_calendar_covers_everything(store: Store) -> None:
+    aged(store)
+    everything = get_system_statistics(store, "agent")
+    assert get_system_statistics(store, "agent", time_range=timedelta(days=10**6)) == everything
+    agent = everything[0].key
+    assert get_agent_statistics(
+        store, agent, time_range=timedelta(days=10**6)
+    ) == get_agent_statistics(store, agent)
+    assert collection_metrics(store, timedelta(days=10**6)) == collection_metrics(store)
+    with pytest.raises(ValueError, match="time_range: must not be negative"):
+        get_system_statistics(store, "agent", time_range=timedelta(days=-1))
 
 
 def failing(point_id: str | None) -> dict[str, Any]:
@@ -167,6 +185,11 @@ def test_validate_quality_keys_an_input_with_an_id_by_its_id() -> None:
     report = validate_quality([make_point("ok"), incomplete])
     assert list(report.reasons) == ["half"]
     assert report.reasons["half"][0].startswith("completeness:")
+
+
+def test_validate_quality_takes_any_iterable_of_points() -> None:
+    report = validate_quality(make_point(f"p{i}") for i in range(3))
+    assert (report.total, report.clean) == (3, 3)
 
 
 def ingest_file(db_url: str, tmp_path: Path, lines: list[str]) -> None:

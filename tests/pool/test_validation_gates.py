@@ -4,64 +4,73 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
 
 import pytest
-from pool_records import make_point
+from pool_records import make_point, unvalidated
+from pydantic import ValidationError
 
 from agent_agency.pool.validation import (
-    batch_privacy_reasons,
+    batch_string_reasons,
     bounds_reasons,
     free_text_fields,
     free_texts,
     parse_point,
-    privacy_reasons,
+    string_reasons,
 )
-from agent_agency.records import DataPoint, GateResult, Message
+from agent_agency.records import GateResult, Message
 
 
 @pytest.mark.parametrize(
-    ("mutate", "reason"),
+    ("path", "value", "reason"),
     [
+        ("rl_labels.reward", math.nan, "bounds: rl_labels.reward: nan is outside [0, 1]"),
+        ("routing.confidence", "high", "bounds: routing.confidence: 'high' is outside [0, 1]"),
         (
-            lambda p: setattr(p.rl_labels, "reward", math.nan),
-            "bounds: rl_labels.reward: nan is outside [0, 1]",
-        ),
-        (
-            lambda p: setattr(p.routing, "confidence", "high"),
-            "bounds: routing.confidence: 'high' is outside [0, 1]",
-        ),
-        (
-            lambda p: setattr(p.evaluation.rubric, "safety", 1.5),
+            "evaluation.rubric.safety",
+            1.5,
             "bounds: evaluation.rubric.safety: 1.5 is outside [0, 1]",
         ),
         (
-            lambda p: setattr(p.execution, "latency_ms", math.inf),
-            "bounds: execution.latency_ms: inf must be a non-negative number",
+            "execution.latency_ms",
+            math.inf,
+            "bounds: execution.latency_ms: inf must be a number in [0, 2592000000]",
         ),
         (
-            lambda p: setattr(p.execution, "tokens_used", None),
-            "bounds: execution.tokens_used: None must be a non-negative number",
+            "execution.tokens_used",
+            None,
+            "bounds: execution.tokens_used: None must be a number in [0, 2147483647]",
+        ),
+        (
+            "routing.candidates",
+            2**31,
+            "bounds: routing.candidates: 2147483648 must be a number in [0, 2147483647]",
         ),
     ],
 )
-def test_each_out_of_bounds_value_is_named(
-    mutate: Callable[[DataPoint], None], reason: str
-) -> None:
+def test_each_out_of_bounds_value_is_named(path: str, value: object, reason: str) -> None:
     point = make_point()
     assert bounds_reasons(point) == []
-    mutate(point)
-    assert bounds_reasons(point) == [reason]
+    assert bounds_reasons(unvalidated(point, path, value)) == [reason]
 
 
 def test_out_of_bounds_gate_scores_are_named_by_index() -> None:
-    point = make_point()
-    point.evaluation.gates = [
-        GateResult(name="a", passed=True, score=0.5, threshold=0.5, mandatory=True),
-        GateResult(name="b", passed=True, score=0.5, threshold=0.5, mandatory=True),
+    gates = [
+        GateResult(name=name, passed=True, score=0.5, threshold=0.5, mandatory=True)
+        for name in "ab"
     ]
-    point.evaluation.gates[1].score = -0.1
+    point = unvalidated(make_point(), "evaluation.gates", gates)
+    point = unvalidated(point, "evaluation.gates.1.score", -0.1)
     assert bounds_reasons(point) == ["bounds: evaluation.gates.1.score: -0.1 is outside [0, 1]"]
+
+
+def test_an_assignment_is_validated_naming_its_field() -> None:
+    point = make_point()
+    with pytest.raises(ValidationError, match="success"):
+        point.execution.success = "maybe"  # type: ignore[assignment]
+    with pytest.raises(ValidationError, match="selected_agent"):
+        point.routing.selected_agent = None  # type: ignore[assignment]
+    with pytest.raises(ValidationError, match="less than or equal to 2147483647"):
+        point.execution.tokens_used = 2**62
 
 
 def test_free_texts_are_the_values_of_free_text_fields_in_order() -> None:
@@ -77,7 +86,7 @@ def test_free_texts_are_the_values_of_free_text_fields_in_order() -> None:
     ]
 
 
-def test_privacy_reasons_name_every_field_holding_pii() -> None:
+def test_string_reasons_name_every_field_holding_pii() -> None:
     point = make_point(prompt="mail ana@corp.example.org", output="fine")
     point.task.conversation = [
         Message(role="user", content="fine"),
@@ -87,9 +96,9 @@ def test_privacy_reasons_name_every_field_holding_pii() -> None:
         "privacy: task.prompt: contains EMAIL_ADDRESS",
         "privacy: task.conversation.1.content: contains PHONE_NUMBER",
     ]
-    assert privacy_reasons(point) == expected
+    assert string_reasons(point) == expected
     clean = make_point("clean", prompt="fine", output="fine")
-    assert batch_privacy_reasons([clean, point, clean]) == [[], expected, []]
+    assert batch_string_reasons([clean, point, clean]) == [[], expected, []]
 
 
 def test_json_text_gets_the_reasons_its_decoded_object_gets() -> None:

@@ -52,11 +52,22 @@ def _map_strings(value: Any, change: Callable[[str], str]) -> Any:
     if isinstance(value, list):
         return [_map_strings(item, change) for item in value]
     if isinstance(value, dict):  # keys too: a tool call argument's key may hold PII
-        return {
-            change(key) if isinstance(key, str) else key: _map_strings(item, change)
-            for key, item in value.items()
-        }
+        mapped: dict[Any, Any] = {}
+        for key, item in value.items():
+            new_key = _unused(change(key), mapped) if isinstance(key, str) else key
+            mapped[new_key] = _map_strings(item, change)
+        return mapped
     return value
+
+
+def _unused(key: str, taken: dict[Any, Any]) -> str:
+    """`key`, or when two keys redact alike ("a@x.org", "b@x.org" → "[EMAIL]") the first of
+    "[EMAIL]#2", "[EMAIL]#3", … not taken: no value is lost."""
+    candidate, number = key, 1
+    while candidate in taken:
+        number += 1
+        candidate = f"{key}#{number}"
+    return candidate
 
 
 _Model = TypeVar("_Model", bound=BaseModel)

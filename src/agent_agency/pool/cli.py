@@ -46,6 +46,7 @@ from agent_agency.pool.queries import (
     simulated_label,
     simulation_banner,
 )
+from agent_agency.pool.storable_text import storable
 from agent_agency.pool.store import Store
 from agent_agency.pool.tiers import CompactReport
 from agent_agency.pool.tiers import compact as compact_tiers
@@ -180,12 +181,16 @@ def quarantine(
 ) -> None:
     """Rejected data points with every reason they were rejected."""
     table_def = schema.quarantine
+    if show is not None and not show.strip():
+        raise typer.BadParameter("--show: expected a point id or the start of an entry id")
     with _open(config, db) as store, store.engine.connect() as connection:
         if show is not None:
+            # a long point id is stored shortened (`fit_column`): looked up as it was stored
+            stored_id = schema.fit_column(storable(show), schema.QUARANTINE_POINT_ID_MAX)
             entries = connection.execute(
                 select(table_def)
                 .where(
-                    (table_def.c.point_id == show)
+                    (table_def.c.point_id == stored_id)
                     | table_def.c.id.startswith(show, autoescape=True)
                 )
                 .order_by(table_def.c.received_at.desc())
@@ -293,7 +298,7 @@ def _workers(value: str, lines: int) -> int:
     """`--workers`: a positive whole number, or 'auto' (`auto_workers` for the file's size)."""
     if value == "auto":
         return auto_workers(lines, usable_cores())
-    if not value.isdigit() or int(value) < 1:
+    if not (value.isascii() and value.isdigit()) or int(value) < 1:
         raise typer.BadParameter(
             f"--workers: expected a whole number of at least 1 or 'auto', got {value!r}"
         )
@@ -371,12 +376,14 @@ def ingest(
             )
             raise typer.Exit(1) from error
         except (KeyboardInterrupt, Terminated) as stop:
-            # the batches reported are committed; a batch in its transaction was rolled back
+            # The batches reported are committed. The batch after them was rolled back, unless
+            # the signal came between its commit and its report: then it is stored too.
             terminated = isinstance(stop, Terminated)
             console.print(
                 f"[yellow]interrupted[/] by {'SIGTERM' if terminated else 'Ctrl-C'} after line "
-                f"{stored_to_line} of {source}: {_counts(totals)}; run the same command again "
-                "to resume: stored points are skipped as duplicates",
+                f"{stored_to_line} of {source}: {_counts(totals)} (the next batch may be stored "
+                "too, if it was committing); run the same command again to resume: stored "
+                "points are skipped as duplicates",
                 soft_wrap=True,
             )
             # the shell's status for a process ended by the signal: 128 + its number

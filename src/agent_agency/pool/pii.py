@@ -368,6 +368,34 @@ def pii_entities(text: str) -> tuple[str, ...]:
     return _entities_cached(text)
 
 
+# Presidio's recognizers that validate a checksum: a match is evidence whatever surrounds it, so
+# ids and names are checked for them too (`checksum_entities`), unlike our digit-shape rules.
+_CHECKSUM_TRIGGER = re.compile(
+    f"{PRESIDIO_TRIGGERS['IBAN_CODE'].pattern}|{PRESIDIO_TRIGGERS['CRYPTO'].pattern}"
+)
+
+
+@functools.cache
+def _checksum_recognizers() -> tuple[Any, ...]:
+    from presidio_analyzer.predefined_recognizers import CryptoRecognizer, IbanRecognizer
+
+    return IbanRecognizer(), CryptoRecognizer()
+
+
+def checksum_entities(text: str) -> tuple[str, ...]:
+    """The entity types Presidio finds in `text` with a valid checksum (IBAN, crypto wallet
+    address), sorted; asked only when their trigger matches."""
+    if not _CHECKSUM_TRIGGER.search(text):
+        return ()
+    found = {
+        result.entity_type
+        for recognizer in _checksum_recognizers()
+        for result in recognizer.analyze(text, recognizer.supported_entities, None)
+        if result.score >= PRESIDIO_MIN_SCORE
+    }
+    return tuple(sorted(found))
+
+
 def clear_scan_cache() -> None:
     """Forget every cached scan (tests; or after changing recognizers at run time)."""
     _flagged_cached.cache_clear()

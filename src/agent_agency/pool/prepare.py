@@ -25,10 +25,11 @@ from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.engine import RawJson
 from agent_agency.pool.pii import redact
+from agent_agency.pool.storable_text import storable
 from agent_agency.pool.timestamps import to_utc
 from agent_agency.pool.validation import (
     RawPoint,
-    batch_privacy_reasons,
+    batch_string_reasons,
     identifier_entities,
     parse_point,
     structural_reasons,
@@ -77,8 +78,10 @@ def data_point_row(point: DataPoint, tier: str) -> dict[str, Any]:
 
 
 def quarantine_row(point_id: str | None, payload: Any, reasons: list[str]) -> dict[str, Any]:
-    """A quarantine row for a rejected input (`payload` already scrubbed of PII)."""
-    document = json.dumps(_finite(payload), sort_keys=True, default=str, allow_nan=False)
+    """A quarantine row for a rejected input (`payload` already scrubbed of PII; what no database
+    can store, in it or in `reasons`, replaced: `_storable_json`)."""
+    document = json.dumps(_storable_json(payload), sort_keys=True, default=str, allow_nan=False)
+    reasons = [storable(reason) for reason in reasons]
     # The same rejected input quarantined twice is one row: the id is a digest of it.
     digest = hashlib.sha256(f"{document}|{reasons}".encode()).hexdigest()[:32]
     return {
@@ -86,22 +89,28 @@ def quarantine_row(point_id: str | None, payload: Any, reasons: list[str]) -> di
         # the point's own id may be any length (it failed validation); the payload has all of it
         "point_id": None
         if point_id is None
-        else schema.fit_column(point_id, schema.QUARANTINE_POINT_ID_MAX),
+        else schema.fit_column(storable(point_id), schema.QUARANTINE_POINT_ID_MAX),
         "received_at": utcnow(),
         "payload": RawJson(document),
         "reasons": reasons,
     }
 
 
-def _finite(value: Any) -> Any:
-    """`value` with NaN and ±Infinity (which Python's json reads and writes but JSON does not allow,
-    nor PostgreSQL's json type) as the strings "NaN", "Infinity" and "-Infinity"."""
+def _storable_json(value: Any) -> Any:
+    """`value` with what JSON allows but the databases' JSON columns do not: NaN and ±Infinity
+    (Python's json reads and writes them) as the strings "NaN", "Infinity" and "-Infinity", and
+    NUL characters and lone surrogates in strings and keys replaced (`storable_text.storable`)."""
+    if isinstance(value, str):
+        return storable(value)
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, list | tuple):
-        return [_finite(item) for item in value]
+        return [_storable_json(item) for item in value]
     if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
+        return {
+            storable(key) if isinstance(key, str) else key: _storable_json(item)
+            for key, item in value.items()
+        }
     return value
 
 
@@ -118,9 +127,9 @@ def _as_payload(raw: RawPoint) -> Any:
 
 
 def _own_id(raw: Any) -> str | None:
-    """The rejected point's own id, when it has one."""
+    """The rejected point's own id, when it has one (as it can be stored and printed)."""
     if isinstance(raw, Mapping) and isinstance(raw.get("id"), str) and raw["id"]:
-        return str(raw["id"])
+        return storable(raw["id"])
     return None
 
 
@@ -202,12 +211,12 @@ def prepare_batch(
             passed.append((index, raw, point))
         else:
             failures.append((index, raw, reasons))
-    # Anonymize the batch at once (each distinct string cleaned once), then the privacy gate
-    # (each distinct string checked once).
+    # Anonymize the batch at once (each distinct string cleaned once), then the privacy and
+    # storable-text gates (each distinct string checked once).
     anonymized = anonymizer.anonymized_views([point for _, _, point in passed])
     clean = []
     for (index, raw, _), point, reasons in zip(
-        passed, anonymized, batch_privacy_reasons(anonymized), strict=True
+        passed, anonymized, batch_string_reasons(anonymized), strict=True
     ):
         if reasons:
             failures.append((index, raw, reasons))
@@ -219,11 +228,10 @@ def prepare_batch(
         point_id = _own_id(raw_payload)
         if point_id is not None and identifier_entities(point_id):
             point_id = redact(point_id)[0]  # the id itself is PII: not stored, not reported
-        prepared.rejected.append(
-            quarantine_row(point_id, anonymizer.scrub_payload(raw_payload), reasons)
-        )
+        row = quarantine_row(point_id, anonymizer.scrub_payload(raw_payload), reasons)
+        prepared.rejected.append(row)
         key = report_key(prepared.report, point_id, index)
-        prepared.report.reasons[key] = reasons
+        prepared.report.reasons[key] = row["reasons"]
         prepared.report.positions[key] = index
     prepared.ids = [point.id for point in clean]
     if settings.anonymization.reward_noise:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import secrets
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal, get_args
 
@@ -39,8 +39,24 @@ class GroupStatistics(BaseModel):
     mean_tokens: float
 
 
+def window_start(time_range: timedelta | None) -> datetime | None:
+    """When the last `time_range` began (None: no `time_range`, or one reaching back past the
+    calendar's first day, which covers everything); a ValueError for a negative range."""
+    if time_range is None:
+        return None
+    if time_range < timedelta(0):
+        raise ValueError(f"time_range: must not be negative, got {time_range}")
+    try:
+        return utcnow() - time_range
+    except OverflowError:
+        return None
+
+
 class BatchCriteria(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Which points `get_batch` returns. Strict, like the points themselves: `since` must be a
+    datetime (an epoch number is no date), `limit` an int, `include_failures` a bool."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     min_quality: float = Field(default=0.0, ge=0.0, le=1.0)
     task_types: list[str] = Field(default_factory=list, description="empty means all")
@@ -120,7 +136,7 @@ def get_system_statistics(
     if aggregate_by not in AGGREGATES:
         raise ValueError(f"aggregate_by: {aggregate_by!r} is not one of {', '.join(AGGREGATES)}")
     points, daily = schema.data_points, schema.agent_stats_daily
-    since = utcnow() - time_range if time_range is not None else None
+    since = window_start(time_range)
     point_key = {
         "agent": points.c.agent,
         "task_type": points.c.task_type,
@@ -203,11 +219,11 @@ def get_agent_statistics(
     parameters: dict[str, Any] = {"agent": agent}
     if task_type is not None:
         parameters["task_type"] = task_type
-    if time_range is not None:
-        since = utcnow() - time_range
+    since = window_start(time_range)
+    if since is not None:
         parameters["since"] = since
         parameters["since_day"] = since.date()
-    statement = _agent_statistics_statement(task_type is not None, time_range is not None)
+    statement = _agent_statistics_statement(task_type is not None, since is not None)
     with store.engine.connect() as connection:
         row = connection.execute(statement, parameters).one()
     totals: dict[str, list[float]] = {}
@@ -253,7 +269,7 @@ def get_evaluations(store: Store, since: datetime | None = None) -> Iterator[Eva
 
 
 def validate_quality(
-    points: Sequence[RawPoint],
+    points: Iterable[RawPoint],
     settings: PoolSettings | None = None,
     secret: bytes | None = None,
 ) -> QualityReport:
@@ -271,14 +287,15 @@ def validate_quality(
     (its position in `points`) when it has none, 'id#index' when it repeats a rejected id.
     """
     check_points(points)
+    batch = list(points)  # counted after preparing: an iterator would be spent
     settings = settings or PoolSettings()
     anonymizer = Anonymizer(
         settings.anonymization,
         secret if secret is not None else secrets.token_bytes(32),
         tuple(settings.pii_phone_regions),
     )
-    reasons = prepare_batch(points, anonymizer, settings).report.reasons
-    total = len(points)
+    reasons = prepare_batch(batch, anonymizer, settings).report.reasons
+    total = len(batch)
     clean = total - len(reasons)
     return QualityReport(
         total=total,
@@ -297,7 +314,7 @@ def collection_metrics(store: Store, time_range: timedelta | None = None) -> Col
     Quarantined inputs are counted by when they were received.
     """
     points, daily, quarantine = schema.data_points, schema.agent_stats_daily, schema.quarantine
-    since = utcnow() - time_range if time_range is not None else None
+    since = window_start(time_range)
 
     def counted(connection: Connection, point_key: Any, daily_key: Any | None) -> dict[str, int]:
         query = select(point_key, func.count()).group_by(point_key)

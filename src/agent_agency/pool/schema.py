@@ -10,6 +10,7 @@ import hashlib
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Column,
     Date,
@@ -38,6 +39,9 @@ metadata = MetaData()
 
 Json = JSON().with_variant(JSONB(), "postgresql")
 Timestamp = DateTime(timezone=True)
+# A sum of token counts: 64-bit (migration 0003). SQLite's INTEGER is 64-bit already, and its
+# tables keep that declared type.
+TokenSum = BigInteger().with_variant(Integer(), "sqlite")
 # Column lengths come from `records.py`, which rejects longer values with a field error.
 Id = String(ID_MAX)
 TaskId = String(TASK_ID_MAX)
@@ -76,7 +80,7 @@ executions = Table(
     Column("decision_id", Id),
     Column("success", Boolean, nullable=False),
     Column("latency_ms", Float, nullable=False),
-    Column("tokens", Integer, nullable=False),
+    Column("tokens", TokenSum, nullable=False),  # over its iterations
     Column("simulated", Boolean, nullable=False),
     Column("payload", Json, nullable=False),
     Index("ix_executions_task_id", "task_id"),
@@ -181,7 +185,7 @@ agent_stats_daily = Table(
     Column("quality_sq_sum", Float, nullable=False),
     Column("reward_sum", Float, nullable=False),
     Column("latency_sum", Float, nullable=False),
-    Column("tokens_sum", Integer, nullable=False),
+    Column("tokens_sum", TokenSum, nullable=False),
     PrimaryKeyConstraint("day", "agent", "task_type"),
     Index("ix_agent_stats_daily_agent_type", "agent", "task_type"),
 )
@@ -197,7 +201,7 @@ agent_task_aggregates = Table(
     Column("quality_sum", Float, nullable=False),
     Column("quality_sq_sum", Float, nullable=False),
     Column("latency_sum", Float, nullable=False),
-    Column("tokens_sum", Integer, nullable=False),
+    Column("tokens_sum", TokenSum, nullable=False),
     Column("updated_at", Timestamp, nullable=False),
     PrimaryKeyConstraint("agent", "task_type"),
 )

@@ -579,7 +579,8 @@ class Store:
             labels = point.rl_labels
             cost = self._noise.epsilon_for(1 + len(labels.turn_rewards))
             if spent[point.tenant_id] + cost > budget:
-                payload = point.model_dump(mode="json")
+                # its exact rewards are what the budget withholds: not kept in quarantine either
+                payload = point.model_dump(mode="json", exclude={"rl_labels"})
                 rejected.append(quarantine_row(point.id, payload, [BUDGET_EXHAUSTED]))
                 key = report_key(report, point.id, index)
                 report.reasons[key] = [BUDGET_EXHAUSTED]

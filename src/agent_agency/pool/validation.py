@@ -2,9 +2,9 @@
 
 Completeness and type safety come from parsing the raw point; bounds, consistency and retention
 (a timestamp neither in the future nor past the warm tier) are checked on the parsed point, because
-records do not re-validate on assignment; privacy on the anonymized point, in its free text and in
-every other string (ids, names, tool call arguments). Every reason is reported, prefixed with its
-gate and the field it concerns.
+code may change a record without validation (`model_copy(update=...)`); privacy and storable text
+on the anonymized point, in its free text and in every other string (ids, names, tool call
+arguments). Every reason is reported, prefixed with its gate and the field it concerns.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agent_agency.pool.pii import pii_entities, redact
+from agent_agency.pool.pii import checksum_entities, pii_entities, redact
+from agent_agency.pool.storable_text import unstorable_reason
 from agent_agency.pool.timestamps import to_utc
-from agent_agency.records import DataPoint, RubricScores
+from agent_agency.records import MAX_COUNT, MAX_LATENCY_MS, DataPoint, RubricScores
 
 _BOUND_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
 
@@ -92,7 +93,8 @@ def _gate_reasons(error: ValidationError) -> list[str]:
         gate = "completeness" if item["type"] == "missing" else "type"
         if item["type"] in _BOUND_ERRORS:
             gate = "bounds"
-        reasons.append(f"{gate}: {_field(item['loc'])}: {item['msg']}")
+        # a path may name an input's own key (an unknown field), which may be PII
+        reasons.append(f"{gate}: {redact(_field(item['loc']))[0]}: {item['msg']}")
     return reasons
 
 
@@ -133,15 +135,17 @@ def _unit_names(point: DataPoint) -> list[str]:
     ]
 
 
-def _non_negative(point: DataPoint) -> list[tuple[str, float]]:
+def _bounded(point: DataPoint) -> list[tuple[str, float, float]]:
+    """(field, value, upper bound) of every count and duration: each must lie in [0, bound]."""
     execution = point.execution
     return [
-        ("execution.latency_ms", execution.latency_ms),
-        ("execution.input_tokens", execution.input_tokens),
-        ("execution.output_tokens", execution.output_tokens),
-        ("execution.tokens_used", execution.tokens_used),
-        ("execution.iterations", execution.iterations),
-        ("execution.tool_call_count", execution.tool_call_count),
+        ("execution.latency_ms", execution.latency_ms, MAX_LATENCY_MS),
+        ("execution.input_tokens", execution.input_tokens, MAX_COUNT),
+        ("execution.output_tokens", execution.output_tokens, MAX_COUNT),
+        ("execution.tokens_used", execution.tokens_used, MAX_COUNT),
+        ("execution.iterations", execution.iterations, MAX_COUNT),
+        ("execution.tool_call_count", execution.tool_call_count, MAX_COUNT),
+        ("routing.candidates", point.routing.candidates, MAX_COUNT),
     ]
 
 
@@ -152,9 +156,9 @@ def _in_unit_interval(value: Any) -> bool:
         return False
 
 
-def _non_negative_number(value: Any) -> bool:
+def _within(value: Any, bound: float) -> bool:
     try:
-        return bool(0 <= value < math.inf)
+        return bool(0 <= value <= bound)
     except TypeError:
         return False
 
@@ -168,12 +172,12 @@ def _is_finite(value: Any) -> bool:
 
 def bounds_reasons(point: DataPoint) -> list[str]:
     units = _unit_values(point)
-    counts = _non_negative(point)
+    bounded = _bounded(point)
     advantages = point.rl_labels.advantages or []
     try:  # the common case, decided without naming the fields (the predicates below, inlined)
         if (
             all(0.0 <= value <= 1.0 for value in units)
-            and all(0 <= value < math.inf for _, value in counts)
+            and all(0 <= value <= bound for _, value, bound in bounded)
             and all(math.isfinite(value) for value in advantages)
         ):
             return []
@@ -183,9 +187,9 @@ def bounds_reasons(point: DataPoint) -> list[str]:
     for field, value in zip(_unit_names(point), units, strict=True):
         if not _in_unit_interval(value):
             reasons.append(f"bounds: {field}: {value!r} is outside [0, 1]")
-    for field, value in counts:
-        if not _non_negative_number(value):
-            reasons.append(f"bounds: {field}: {value!r} must be a non-negative number")
+    for field, value, bound in bounded:
+        if not _within(value, bound):
+            reasons.append(f"bounds: {field}: {value!r} must be a number in [0, {bound:.0f}]")
     for index, value in enumerate(advantages):
         if not _is_finite(value):
             reasons.append(
@@ -230,13 +234,20 @@ def consistency_reasons(point: DataPoint) -> list[str]:
             "consistency: execution.tool_call_success_rate: no tool calls but a partial rate"
         )
     for field, value in _ids(point):
-        if not value.strip():
+        if _is_blank(value):
             reasons.append(f"completeness: {field}: empty id")
-    if point.routing.selected_agent == "":
+    if _is_blank(point.routing.selected_agent):
         reasons.append("completeness: routing.selected_agent: empty agent name")
-    if not point.task.task_type:
+    if _is_blank(point.task.task_type):
         reasons.append("completeness: task.task_type: empty task type")
+    if _is_blank(point.tenant_id):
+        reasons.append("completeness: tenant_id: empty tenant id")
     return reasons
+
+
+def _is_blank(value: object) -> bool:
+    """True for an empty or all-whitespace string (or no string at all)."""
+    return not (isinstance(value, str) and value.strip())
 
 
 # Clocks of the machines that record points may run a little ahead of the pool's.
@@ -380,37 +391,58 @@ def _json_strings(path: str, value: Any, *, keys: bool) -> Iterator[tuple[str, s
 
 
 # Our recognizers find these by the shape of digits alone. In an id or a name (dates, UUIDs,
-# counters: `run-2026-11-16-141139`) such a shape is no evidence of a phone or card number, so
-# identifying fields are not judged on them; free text is, after the anonymizer replaced them.
+# counters: `run-2026-11-16-141139`) such a shape is no evidence of a phone or card number (nor is
+# 123-45-6789 of a US social security number), so identifying fields are not judged on them; free
+# text is, after the anonymizer replaced them. IBANs and crypto wallet addresses carry a checksum:
+# those are held against ids and names too.
 _DIGIT_SHAPED = frozenset({"PHONE_NUMBER", "CREDIT_CARD"})
 
 
 def identifier_entities(text: str) -> tuple[str, ...]:
     """The entity types the privacy gate holds against an id or a name (`identifying_fields`)."""
-    return tuple(entity for entity in pii_entities(text) if entity not in _DIGIT_SHAPED)
+    own = [entity for entity in pii_entities(text) if entity not in _DIGIT_SHAPED]
+    return tuple(sorted({*own, *checksum_entities(text)}))
 
 
-def privacy_reasons(point: DataPoint) -> list[str]:
-    """PII still present after anonymization (our fast recognizers; types only, never values)."""
-    return batch_privacy_reasons([point])[0]
+def string_reasons(point: DataPoint) -> list[str]:
+    """Reasons from the gates that judge every string of an anonymized point: type (text no
+    database can store, `storable_text`) and privacy (PII still present, by our fast
+    recognizers; types only, never values)."""
+    return batch_string_reasons([point])[0]
 
 
-def batch_privacy_reasons(points: Sequence[DataPoint]) -> list[list[str]]:
-    """`privacy_reasons` of each point, checking each distinct string of the batch once."""
+def batch_string_reasons(points: Sequence[DataPoint]) -> list[list[str]]:
+    """`string_reasons` of each point, checking each distinct string of the batch once."""
     texts = [free_texts(point) for point in points]
     identifying = [identifying_values(point) for point in points]
-    entities = {text: pii_entities(text) for text in set(chain.from_iterable(texts))}
-    names = {text: identifier_entities(text) for text in set(chain.from_iterable(identifying))}
-    flagged = {text for text, found in entities.items() if found}
-    flagged_names = {text for text, found in names.items() if found}
+    distinct_texts = set(chain.from_iterable(texts))
+    distinct_names = set(chain.from_iterable(identifying))
+    entities = {text: pii_entities(text) for text in distinct_texts}
+    names = {text: identifier_entities(text) for text in distinct_names}
+    unstorable = {
+        text: reason
+        for text in distinct_texts | distinct_names
+        if (reason := unstorable_reason(text)) is not None
+    }
+    flagged = {text for text, found in entities.items() if found} | unstorable.keys()
+    flagged_names = {text for text, found in names.items() if found} | unstorable.keys()
     return [
         []  # the common case, decided without naming the fields
         if flagged.isdisjoint(point_texts) and flagged_names.isdisjoint(point_names)
         else [
+            *_type_reasons(chain(free_text_fields(point), identifying_fields(point)), unstorable),
             *_privacy_reasons(free_text_fields(point), entities),
             *_privacy_reasons(identifying_fields(point), names),
         ]
         for point, point_texts, point_names in zip(points, texts, identifying, strict=True)
+    ]
+
+
+def _type_reasons(fields: Iterator[tuple[str, str]], unstorable: Mapping[str, str]) -> list[str]:
+    return [
+        f"type: {redact(field)[0]}: {unstorable[text]}"
+        for field, text in fields
+        if text in unstorable
     ]
 
 
