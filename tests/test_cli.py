@@ -70,9 +70,9 @@ def test_run_then_stats_read_the_same_database(workdir: Path) -> None:
     assert table.exit_code == 0
     assert "sim-" in table.output
 
-    audit = runner.invoke(app, ["audit", "verify"])
+    audit = runner.invoke(app, ["audit", "verify", "--expect-head", summary["audit_head"]])
     assert audit.exit_code == 0, audit.output
-    assert "intact" in audit.output.lower() or "ok" in audit.output.lower()
+    assert "intact" in audit.output and "it holds the expected head" in audit.output
 
 
 def test_run_with_a_user_suite(workdir: Path) -> None:
@@ -95,6 +95,23 @@ def test_run_with_a_user_suite(workdir: Path) -> None:
     assert summary["tasks"] == 4
 
 
+def test_a_task_file_given_twice_is_refused_before_anything_runs(workdir: Path) -> None:
+    task = {
+        "id": "add-1",
+        "type": "arithmetic",
+        "prompt": "What is 1 plus 1?",
+        "grader": {"kind": "exact-number", "reference": {"answer": 2}},
+    }
+    (workdir / "ok.jsonl").write_text(json.dumps(task) + "\n")
+    result = runner.invoke(app, ["run", "--suite", "ok.jsonl", "--suite", "ok.jsonl"])
+    assert result.exit_code == 2, result.output
+    assert (
+        "error: ok.jsonl:1: id: duplicate task id 'add-1' (first defined in ok.jsonl on line 1)"
+        in result.output
+    )
+    assert not (workdir / "agency.db").exists()
+
+
 def test_malformed_task_file_names_file_and_line(workdir: Path) -> None:
     suite = workdir / "bad.jsonl"
     good = {
@@ -115,16 +132,51 @@ def test_malformed_task_file_names_file_and_line(workdir: Path) -> None:
     [
         ("run:\n  tasks: lots\n", "run.tasks"),
         (SCRIPTED_TEAM + "run:\n  agents: [nobody]\n", "run.agents.0: unknown agent 'nobody'"),
+        (
+            SCRIPTED_TEAM + "evaluation:\n  gates:\n    arithmetic: [{name: nosuch}]\n",
+            "evaluation.gates.arithmetic.0.name: unknown gate 'nosuch'; known gates: "
+            "banned-phrases, budget,",
+        ),
+        (
+            SCRIPTED_TEAM
+            + "evaluation:\n  gates:\n    '*': [{name: budget, params: {max_tokens: 0}}]\n",
+            "evaluation.gates.*.0.params: max_tokens: Input should be greater than 0 "
+            "(gate 'budget')",
+        ),
+        (
+            SCRIPTED_TEAM + "run:\n  suites: [arithmetic, nosuch]\n",
+            "run.suites.1: unknown suite 'nosuch'; built-in suites: arithmetic,",
+        ),
     ],
 )
 def test_a_bad_setting_in_the_config_file_is_named_by_file_and_field(
     workdir: Path, content: str, field: str
 ) -> None:
     (workdir / "agency.yaml").write_text(content)
-    result = runner.invoke(app, ["run"])
-    assert result.exit_code == 2
-    assert "agency.yaml: invalid configuration" in result.output
-    assert field in result.output
+    for command in (["config", "show"], ["run"]):
+        result = runner.invoke(app, command)
+        assert result.exit_code == 2
+        assert "error: agency.yaml: invalid configuration" in result.output
+        assert field in result.output
+        assert "Running" not in result.output and not (workdir / "agency.db").exists()
+
+
+@pytest.mark.parametrize("from_env", [False, True])
+def test_a_config_path_that_is_no_text_file_is_a_clear_error(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch, from_env: bool
+) -> None:
+    (workdir / "d.yaml").mkdir()
+    (workdir / "bin.yaml").write_bytes(b"run:\n  tasks: 3\n\xff\xfe")
+    for name, reason in (
+        ("d.yaml", "cannot read configuration file: Is a directory"),
+        ("bin.yaml", "not UTF-8 text (invalid start byte at byte 17)"),
+    ):
+        if from_env:
+            monkeypatch.setenv("AGENCY_CONFIG", name)
+        result = runner.invoke(app, ["config", "show", *([] if from_env else ["--config", name])])
+        assert result.exit_code == 2, result.output
+        assert f"error: {name}: {reason}" in result.output
+        assert isinstance(result.exception, SystemExit)  # no traceback
 
 
 @pytest.mark.parametrize(
@@ -246,6 +298,15 @@ def test_parse_since_accepts_durations_and_dates() -> None:
 
     with pytest.raises(typer.BadParameter, match="--since|neither"):
         parse_since("last tuesday")
+
+
+@pytest.mark.parametrize("since", ["99999999d", "999999999999999999999h"])
+def test_a_since_before_the_year_1_is_a_usage_error(workdir: Path, since: str) -> None:
+    result = runner.invoke(app, ["stats", "--since", since])
+    assert result.exit_code == 2, result.output
+    shown = " ".join(result.output.replace("│", " ").split())  # unwrap Typer's error box
+    assert "--since" in shown and "reaches back before the year 1" in shown
+    assert isinstance(result.exception, SystemExit)  # no traceback
 
 
 def test_every_command_group_reads_a_plain_db_path(workdir: Path) -> None:

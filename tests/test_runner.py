@@ -86,3 +86,23 @@ def test_the_report_names_the_failures_another_agent_took_over_from(tmp_path: Pa
     assert attempts == 3
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["fallbacks"] == [{"reason": reason, "attempts": 3}]
+
+
+def test_task_files_run_beside_the_named_builtin_suites_only(tmp_path: Path) -> None:
+    mine = tmp_path / "mine.jsonl"
+    task = {
+        "id": "add-1",
+        "type": "arithmetic",
+        "prompt": "What is 1 plus 1?",
+        "split": "heldout",
+        "grader": {"kind": "exact-number", "reference": {"answer": 2}},
+    }
+    mine.write_text(json.dumps(task) + "\n")
+
+    def suites_run(run: dict[str, object]) -> dict[str, int]:
+        config = parse_config({"run": {"tasks": 1000, "split": "heldout", **run}})
+        tasks = RunRequest(config, suite_files=[mine]).prepare().tasks
+        return {suite: sum(t.suite == suite for t in tasks) for suite in {t.suite for t in tasks}}
+
+    assert suites_run({}) == {"custom": 1}
+    assert suites_run({"suites": ["arithmetic"]}) == {"custom": 1, "arithmetic": 16}

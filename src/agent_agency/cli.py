@@ -172,15 +172,12 @@ def _check_agents(settings: AgencyConfig, names: list[str]) -> None:
 
 
 def _check_builtin(names: list[str]) -> None:
-    from agent_agency.tasks import builtin_suite_names
+    from agent_agency.tasks.suites import check_builtin_suites
 
-    known = builtin_suite_names()
-    unknown = [name for name in names if name not in known]
-    if unknown:
-        raise fail(
-            f"--builtin: unknown suite {', '.join(map(repr, unknown))}; "
-            f"built-in suites: {', '.join(known)}"
-        )
+    try:
+        check_builtin_suites(names)
+    except ValueError as error:
+        raise fail(f"--builtin: {error}") from None
 
 
 def _check_summary_path(path: Path, option: str) -> None:
@@ -205,19 +202,26 @@ def replay(
 ) -> None:
     """Store records a run could not write (spilled to agency-unwritten-*.jsonl) into the pool."""
     from agent_agency.caws.audit import AuditLog
-    from agent_agency.tracking.tracker import replay_spill
+    from agent_agency.tracking.tracker import read_spill, replay_spill
 
     settings = load_settings(config, db)
+    try:
+        entries = read_spill(path)
+    except (ValueError, OSError) as error:
+        raise fail(error) from None
     with open_store(settings) as store:
-        try:
-            report = replay_spill(path, store, AuditLog(store.engine))
-        except (ValueError, OSError) as error:
-            raise fail(error) from None
+        report = replay_spill(entries, store, AuditLog(store.engine))
     console.print(
         f"replayed {report.records} records from {path} into {settings.storage.url}: "
-        f"{report.stored_now} stored now, {report.already_stored} already stored",
+        f"{report.stored_now} stored now, {report.quarantined} quarantined, "
+        f"{report.already_stored} already stored",
         soft_wrap=True,
     )
+    if report.quarantined:
+        console.print("see why with `agency pool quarantine`")
+
+
+_SINCE_UNITS = {"d": "days", "h": "hours", "m": "minutes"}
 
 
 def parse_since(value: str | None) -> datetime | None:
@@ -227,12 +231,12 @@ def parse_since(value: str | None) -> datetime | None:
     match = re.fullmatch(r"(\d+)([dhm])", value.strip())
     if match:
         amount, unit = int(match.group(1)), match.group(2)
-        delta = {
-            "d": timedelta(days=amount),
-            "h": timedelta(hours=amount),
-            "m": timedelta(minutes=amount),
-        }
-        return utcnow() - delta[unit]
+        try:
+            return utcnow() - timedelta(**{_SINCE_UNITS[unit]: amount})
+        except OverflowError:
+            raise typer.BadParameter(
+                f"{value!r} reaches back before the year 1", param_hint="--since"
+            ) from None
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:

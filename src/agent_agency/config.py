@@ -17,9 +17,11 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
@@ -35,6 +37,12 @@ class ConfigError(ValueError):
 
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def _invalid(reason: str) -> PydanticCustomError:
+    """A validation error whose message is `reason` alone (a ValueError's reads 'Value error,
+    reason')."""
+    return PydanticCustomError("invalid_setting", "{reason}", {"reason": reason})
 
 
 # --------------------------------------------------------------------------------------------
@@ -192,6 +200,35 @@ class GateSpec(Section):
     mandatory: bool = True
     params: dict[str, Any] = Field(default_factory=dict)
 
+    # The gates live in caws.gates, which imports this module: import them when validating.
+
+    @field_validator("name")
+    @classmethod
+    def _known_gate(cls, name: str) -> str:
+        from agent_agency.caws.gates import GATES, gate_names
+
+        if name not in GATES:
+            raise _invalid(f"unknown gate {name!r}; known gates: {', '.join(gate_names())}")
+        return name
+
+    @field_validator("params")
+    @classmethod
+    def _params_fit_the_gate(cls, params: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        from agent_agency.caws.gates import GATES
+
+        gate = info.data.get("name")  # absent when the name was invalid: reported already
+        if gate is None:
+            return params
+        try:
+            GATES[gate].params_model.model_validate(params)
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in item['loc']) or '(top level)'}: {item['msg']}"
+                for item in error.errors()
+            )
+            raise _invalid(f"{problems} (gate {gate!r})") from None
+        return params
+
 
 class JudgeSpec(Section):
     """A model judge: a configured agent's backend grading answers against `criteria`."""
@@ -253,14 +290,25 @@ class StorageSettings(Section):
     flush_interval_s: float = Field(default=0.5, gt=0)
 
 
+def _builtin_suite(name: str) -> str:
+    from agent_agency.tasks.suites import check_builtin_suites  # loads the task package
+
+    try:
+        check_builtin_suites([name])
+    except ValueError as error:
+        raise _invalid(str(error)) from None
+    return name
+
+
 class RunSettings(Section):
     tasks: int = Field(default=60, gt=0)
     concurrency: int = Field(
         default=2, gt=0, description="tasks in flight; the embedded model serves one at a time"
     )
     split: str = Field(default="train", pattern="^(train|heldout|all)$")
-    suites: list[str] = Field(
-        default_factory=list, description="built-in suite names; empty means all"
+    suites: list[Annotated[str, AfterValidator(_builtin_suite)]] = Field(
+        default_factory=list,
+        description="built-in suite names; empty means all (none beside task files of --suite)",
     )
     seed: int = 0
     task_timeout_s: float = Field(default=120.0, gt=0)
@@ -456,6 +504,14 @@ def load_config(path: str | Path | None = None) -> AgencyConfig:
         raise ConfigError(f"{resolved}: configuration file not found")
     try:
         data = yaml.safe_load(resolved.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ConfigError(
+            f"{resolved}: cannot read configuration file: {error.strerror or error}"
+        ) from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            f"{resolved}: not UTF-8 text ({error.reason} at byte {error.start + 1})"
+        ) from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""

@@ -125,12 +125,19 @@ class GraderSpec(Record):
     reference: JsonObject = Field(default_factory=dict)
 
 
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must not be empty or blank")
+    return text
+
+
 class Task(Record):
-    id: TaskId
-    type: TaskType = Field(
+    # A blank id, type or prompt would cost a model call and leave a result the pool rejects.
+    id: Annotated[TaskId, AfterValidator(_not_blank)]
+    type: Annotated[TaskType, AfterValidator(_not_blank)] = Field(
         description="task type, e.g. 'code-generation'; the router learns per type"
     )
-    prompt: str
+    prompt: Annotated[str, AfterValidator(_not_blank)]
     suite: str = "custom"
     split: Split = Split.TRAIN
     complexity: Complexity = Complexity.STANDARD

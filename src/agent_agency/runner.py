@@ -22,7 +22,8 @@ from agent_agency.caws.judges import Judge
 from agent_agency.config import AgencyConfig
 from agent_agency.pool.store import AgentTaskSummary, Store
 from agent_agency.records import Task, utcnow
-from agent_agency.tasks import load_builtin, load_suite_file, select_tasks
+from agent_agency.tasks import load_builtin, load_suite_files, select_tasks
+from agent_agency.tasks.suites import SplitChoice
 from agent_agency.tracking.tracker import Tracker
 
 
@@ -44,12 +45,11 @@ class RunRequest:
     def prepare(self) -> PreparedRun:
         """Load and select the tasks; raises ValueError/OSError naming what is wrong."""
         run = self.config.run
-        if self.suite_files:
-            pool = [task for path in self.suite_files for task in load_suite_file(path)]
-            if run.split != "all":
-                pool = [task for task in pool if task.split == run.split]
-        else:
-            pool = load_builtin(run.suites or None, split=run.split)  # type: ignore[arg-type]
+        split: SplitChoice = run.split  # type: ignore[assignment]
+        # Named built-in suites run beside task files; with none named, files alone run.
+        builtin = load_builtin(run.suites, split) if run.suites or not self.suite_files else []
+        own = load_suite_files(self.suite_files, alongside=builtin)
+        pool = builtin + [task for task in own if split in ("all", task.split)]
         if not pool:
             raise ValueError("no tasks match the requested suites and split")
         return PreparedRun(config=self.config, tasks=select_tasks(pool, run.tasks, run.seed))
@@ -65,6 +65,7 @@ class RunReport:
     spilled: list[Path]
     failure_reasons: list[tuple[str, int]]
     unanswered: int
+    audit_head: str  # the audit trail's head after the run: `agency audit verify --expect-head`
     fallbacks: list[tuple[str, int]] = field(default_factory=list)  # `_fallbacks`
     summary_error: str | None = None  # why summary_json could not be written
 
@@ -122,11 +123,12 @@ async def execute_run(
     started = time.perf_counter()
     store = Store.open(config.storage.url, config.pool)
     try:
+        audit = AuditLog(store.engine)
         tracker = Tracker(
             store,
             batch_size=config.storage.batch_size,
             flush_interval_s=config.storage.flush_interval_s,
-            audit=AuditLog(store.engine),
+            audit=audit,
         )
         with tracker:
             arbiter = build_arbiter(config, prepared.tasks, store, tracker)
@@ -139,6 +141,7 @@ async def execute_run(
             )
         wall_s = time.perf_counter() - started
         summary = store.agent_task_summary(since=started_at)
+        audit_head = audit.head_hash()
     finally:
         store.close()
     report = RunReport(
@@ -151,6 +154,7 @@ async def execute_run(
         failure_reasons=_failure_reasons(outcomes),
         fallbacks=_fallbacks(outcomes),
         unanswered=sum(not outcome.evaluations for outcome in outcomes),
+        audit_head=audit_head,
     )
     try:
         write_summary_json(report, config, started_at.isoformat(), prepared.simulated)
@@ -196,5 +200,6 @@ def write_summary_json(
         "failure_reasons": [{"reason": reason, "tasks": n} for reason, n in report.failure_reasons],
         "fallbacks": [{"reason": reason, "attempts": n} for reason, n in report.fallbacks],
         "summary": [row.model_dump(mode="json") for row in report.summary],
+        "audit_head": report.audit_head,
     }
     report.summary_json.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

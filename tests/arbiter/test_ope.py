@@ -52,11 +52,39 @@ def test_estimators_against_hand_computed_values() -> None:
     sd = np.std([2.0, 0.0, 1.25], ddof=1)
     assert result.ips.ci_high - result.ips.value == pytest.approx(1.959964 * sd / math.sqrt(3))
     assert result.snips.value == pytest.approx(1.0)
-    assert (result.snips.ci_low, result.snips.ci_high) == pytest.approx((1.0, 1.0))
+    # effective sample size 1.9: too few logs for an interval (the delta method's is 0 wide)
+    assert (result.snips.ci_low, result.snips.ci_high) == (-math.inf, math.inf)
     # r̂(code, A) = 1, r̂(code, B) = 0, so every DR term is 1
     assert result.doubly_robust.value == pytest.approx(1.0)
     assert result.logged.value == pytest.approx(2 / 3)
     assert result.effective_sample_size == pytest.approx(3.25**2 / (4 + 1.5625))
+
+
+def test_snips_interval_by_the_delta_method() -> None:
+    logs = [
+        LoggedOutcome(decision=_decision("A", 0.5), success=success, quality=1.0)
+        for success in (True, False, True, True)
+    ]
+    result = evaluate_policy(logs, lambda log: {"A": 0.5, "B": 0.5}, quality_weight=0.0)
+    # weights all 1, effective sample size 4: V = 0.75, SE = √(Σ(rᵢ - V)²) / 4
+    assert result.snips.value == pytest.approx(0.75)
+    half = 1.959964 * math.sqrt(3 * 0.25**2 + 0.75**2) / 4
+    assert (result.snips.ci_low, result.snips.ci_high) == pytest.approx((0.75 - half, 0.75 + half))
+
+
+@pytest.mark.parametrize("propensities", [(0.5,), (0.5, 0.01, 0.01)])
+def test_snips_interval_is_unbounded_when_one_weight_dominates(
+    propensities: tuple[float, ...],
+) -> None:
+    # π picks A once in proportion to its logging probability, B rarely: one weight is all
+    logs = [
+        LoggedOutcome(decision=_decision("A" if i == 0 else "B", p), success=i == 0, quality=1.0)
+        for i, p in enumerate(propensities)
+    ]
+    result = evaluate_policy(logs, lambda log: {"A": 0.999, "B": 0.001}, quality_weight=0.0)
+    assert result.effective_sample_size < 2
+    assert result.snips.value > 0.9
+    assert (result.snips.ci_low, result.snips.ci_high) == (-math.inf, math.inf)
 
 
 def test_dr_corrects_the_reward_model_with_weighted_residuals() -> None:

@@ -133,6 +133,39 @@ def test_reordered_entries_are_caught(engine: Engine) -> None:
     assert not report.ok and report.first_bad_seq == 2
 
 
+@pytest.mark.parametrize(
+    ("column", "value", "problem"),
+    [
+        ("created_at", "'garbage'", "its created_at 'garbage' is not a timestamp"),
+        ("created_at", "5", "its created_at 5 is not a timestamp"),
+        ("record_id", "x'61'", "its record_id is not text"),
+        ("payload", "x'00'", "its payload is not text"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_named_as_an_edit(
+    engine: Engine, column: str, value: str, problem: str
+) -> None:
+    log = filled(engine)
+    sql(engine, f"UPDATE audit_log SET {column} = {value} WHERE seq = 2")
+    report = log.verify()
+    assert not report.ok and report.first_bad_seq == 2
+    assert report.problem == f"entry 2 was edited: {problem}"
+
+
+def test_entries_cut_off_the_end_are_caught_against_a_head_kept_elsewhere(engine: Engine) -> None:
+    log = filled(engine)
+    head = log.head_hash()
+    assert head == log.verify().head_hash and log.verify(expect_head=head).ok
+    log.append("deployment", "dep-9", {"promoted": "b@2"})
+    assert log.verify(expect_head=head).ok  # later entries are no cut
+    sql(engine, "DELETE FROM audit_log WHERE seq >= 6")
+    assert log.verify().ok  # the chain alone cannot tell
+    report = log.verify(expect_head=head)
+    assert not report.ok and report.first_bad_seq == 6 and report.entries == 5
+    assert f"no entry has the expected head hash {head}" in report.problem
+    assert AuditLog(engine).verify(expect_head=GENESIS_HASH).ok
+
+
 def test_appending_after_verification_continues_the_chain(engine: Engine) -> None:
     log = filled(engine)
     assert log.verify().ok
@@ -151,6 +184,28 @@ def test_cli_verify_reports_intact_and_broken_chains(db_url: str, engine: Engine
     broken = runner.invoke(audit_app, ["verify", "--db", db_url])
     assert broken.exit_code == 1
     assert "broken at entry 2" in broken.output
+
+
+def test_cli_verify_checks_an_expected_head(db_url: str, engine: Engine) -> None:
+    head = filled(engine).head_hash()
+    runner = CliRunner()
+    ok = runner.invoke(audit_app, ["verify", "--db", db_url, "--expect-head", head])
+    assert ok.exit_code == 0, ok.output
+    assert "it holds the expected head" in ok.output
+    sql(engine, "DELETE FROM audit_log WHERE seq = 6")
+    cut = runner.invoke(audit_app, ["verify", "--db", db_url, "--expect-head", head])
+    assert cut.exit_code == 1 and "broken at entry 6" in cut.output
+    bad = runner.invoke(audit_app, ["verify", "--db", db_url, "--expect-head", "abc"])
+    assert bad.exit_code == 2
+    assert "--expect-head: 'abc' is not a SHA-256 hash (64 hex digits)" in bad.output
+
+
+def test_cli_verify_reports_an_edited_timestamp(db_url: str, engine: Engine) -> None:
+    filled(engine)
+    sql(engine, "UPDATE audit_log SET created_at = 'garbage' WHERE seq = 2")
+    result = CliRunner().invoke(audit_app, ["verify", "--db", db_url])
+    assert result.exit_code == 1, result.output
+    assert "broken at entry 2" in result.output and "is not a timestamp" in result.output
 
 
 def test_cli_verify_without_the_table_leaves_the_database_as_it_is(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from agent_agency.tasks.suites import (
     builtin_suite_names,
     load_builtin,
     load_suite_file,
+    load_suite_files,
     parse_task_line,
     select_tasks,
 )
@@ -67,6 +68,9 @@ def test_load_valid_file_skips_blank_lines(tmp_path: Path) -> None:
             r":2: grader.kind: unknown grader kind 'magic'",
         ),
         (json.dumps(GOOD), r":2: id: duplicate task id 'a-1' \(first defined on line 1\)"),
+        (json.dumps(dict(GOOD, id="")), r":2: id: must not be empty or blank$"),
+        (json.dumps(dict(GOOD, id="b", type=" ")), r":2: type: must not be empty or blank$"),
+        (json.dumps(dict(GOOD, id="b", prompt="\n\t")), r":2: prompt: must not be empty or blank$"),
     ],
 )
 def test_load_errors_name_file_line_field(tmp_path: Path, line: str, message: str) -> None:
@@ -84,6 +88,25 @@ def test_a_file_that_is_not_utf8_names_the_line(tmp_path: Path) -> None:
     assert str(caught.value) == (
         f"{path}:2: not UTF-8 text (invalid continuation byte at byte 12 of the line)"
     )
+
+
+def test_an_id_may_occur_once_across_task_files_and_the_builtins_beside_them(
+    tmp_path: Path,
+) -> None:
+    first = write_lines(tmp_path, json.dumps(GOOD))
+    second = tmp_path / "more.jsonl"
+    second.write_text(json.dumps(dict(GOOD, id="a-2")) + "\n" + json.dumps(GOOD) + "\n")
+    with pytest.raises(TaskFileError) as caught:
+        load_suite_files([first, second])
+    assert str(caught.value) == (
+        f"{second}:2: id: duplicate task id 'a-1' (first defined in {first} on line 1)"
+    )
+    with pytest.raises(TaskFileError, match=r"tasks.jsonl:1: id: .* \(first defined in .*tasks"):
+        load_suite_files([first, first])
+    builtin = load_builtin(["arithmetic"], split="all")
+    clash = write_lines(tmp_path, json.dumps(dict(GOOD, id=builtin[0].id)))
+    with pytest.raises(TaskFileError, match=r"a task of the built-in suite 'arithmetic' run with"):
+        load_suite_files([clash], alongside=builtin)
 
 
 def test_missing_file_is_a_task_file_error(tmp_path: Path) -> None:
@@ -123,7 +146,9 @@ def test_splits_are_about_three_to_one_per_suite_and_partition() -> None:
 
 
 def test_load_builtin_rejects_unknown_suite_and_split() -> None:
-    with pytest.raises(ValueError, match=r"suites: unknown suite\(s\) \['nope'\]"):
+    with pytest.raises(
+        ValueError, match=r"suites: unknown suite 'nope'; built-in suites: arithmetic, "
+    ):
         load_builtin(["nope"])
     with pytest.raises(ValueError, match="split: must be"):
         load_builtin(split="test")  # type: ignore[arg-type]

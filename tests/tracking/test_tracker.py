@@ -214,7 +214,10 @@ def test_spilled_records_replay_into_a_pool_once(store: Store, tmp_path: Path) -
         result = CliRunner().invoke(app, ["replay", str(spilled), "--db", str(target)])
         assert result.exit_code == 0, result.output
         assert f"replayed 2 records from {spilled}" in result.output
-        assert f"{stored_now} stored now, {already_stored} already stored" in result.output
+        assert (
+            f"{stored_now} stored now, 0 quarantined, {already_stored} already stored"
+            in result.output
+        )
         recovered = Store.open(f"sqlite:///{target}")
         assert count(recovered, routing_decisions) == 1 and count(recovered, executions) == 1
         assert AuditLog(recovered.engine).verify().entries == 1
@@ -225,7 +228,7 @@ def test_replay_audits_a_stored_record_whose_audit_entry_is_still_due(
     store: Store, tmp_path: Path
 ) -> None:
     from agent_agency.caws.audit import AuditLog
-    from agent_agency.tracking.tracker import replay_spill
+    from agent_agency.tracking.tracker import read_spill, replay_spill
 
     made = decision(8)
     store.write_records(decisions=[made])
@@ -233,10 +236,10 @@ def test_replay_audits_a_stored_record_whose_audit_entry_is_still_due(
     spilled = tmp_path / "spill.jsonl"
     spilled.write_text(json.dumps(line) + "\n" + json.dumps(line) + "\n")  # listed twice
     audit = AuditLog(store.engine)
-    report = replay_spill(spilled, store, audit)
+    report = replay_spill(read_spill(spilled), store, audit)
     assert (report.records, report.stored_now, report.already_stored) == (2, 1, 1)
     assert [entry.record_id for entry in audit_entries(store)] == [made.id]
-    assert replay_spill(spilled, store, audit).already_stored == 2
+    assert replay_spill(read_spill(spilled), store, audit).already_stored == 2
     assert audit.verify().entries == 1
 
 
@@ -265,8 +268,18 @@ VALID_SPILL_LINE = json.dumps(
         (b'{"kind": "Execution", "record": {}}', "bad.jsonl:2: pending: missing"),
         (
             b'{"kind": "Execution", "pending": ["later"], "record": {}}',
-            "bad.jsonl:2: pending: expected a list of stages among records, audit, points, "
-            "got ['later']",
+            "bad.jsonl:2: pending: expected a non-empty list of the stages of a Execution "
+            "record (records), got ['later']",
+        ),
+        (
+            b'{"kind": "Execution", "pending": ["points"], "record": {}}',
+            "bad.jsonl:2: pending: expected a non-empty list of the stages of a Execution "
+            "record (records), got ['points']",
+        ),
+        (
+            b'{"kind": "RoutingDecision", "pending": [], "record": {}}',
+            "bad.jsonl:2: pending: expected a non-empty list of the stages of a RoutingDecision "
+            "record (records, audit), got []",
         ),
         (
             b'{"kind": "Execution", "pending": ["records"], "record": {"task_id": "t"}}',
@@ -289,9 +302,39 @@ def test_a_malformed_spill_line_is_named_by_file_line_and_field(
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert isinstance(result.exception, SystemExit)  # no traceback
-    recovered = Store.open(f"sqlite:///{target}")
-    assert count(recovered, executions) == 0  # nothing is stored from a file with a bad line
-    recovered.close()
+    assert not target.exists()  # the file is checked before the database is created
+
+
+def test_replay_counts_a_point_the_pool_quarantines_as_quarantined(
+    store: Store, tmp_path: Path
+) -> None:
+    from datetime import timedelta
+
+    from typer.testing import CliRunner
+
+    from agent_agency.cli import app
+    from agent_agency.pool.assemble import build_data_point
+    from agent_agency.records import GraderSpec, Task, utcnow
+
+    made = execution(10)
+    task = Task(id="t10", type="arithmetic", prompt="2+2?", grader=GraderSpec(kind="exact-number"))
+    point = build_data_point(task, None, made, None)
+    stale = point.model_copy(update={"timestamp": utcnow() - timedelta(days=400)})
+    spilled = tmp_path / "spill.jsonl"
+    spilled.write_text(
+        "".join(
+            json.dumps({"kind": kind, "pending": [stage], "record": record.model_dump(mode="json")})
+            + "\n"
+            for kind, stage, record in (
+                ("Execution", "records", made),
+                ("DataPoint", "points", stale),
+            )
+        )
+    )
+    result = CliRunner().invoke(app, ["replay", str(spilled), "--db", str(tmp_path / "r.db")])
+    assert result.exit_code == 0, result.output
+    assert "1 stored now, 1 quarantined, 0 already stored" in result.output
+    assert "agency pool quarantine" in result.output
 
 
 def test_replay_refuses_a_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

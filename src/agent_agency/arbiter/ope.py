@@ -12,7 +12,9 @@ probability with which the router chose aᵢ) and the observed reward rᵢ. A ta
 
 95% intervals use the normal approximation: IPS and DR are means of independent terms, so
 V ± 1.96·sd/√n; SNIPS is a ratio, so its standard error comes from the delta method,
-√(Σwᵢ²(rᵢ - V)²) / Σwᵢ. The logged policy's own value is the plain mean reward with the same
+√(Σwᵢ²(rᵢ - V)²) / Σwᵢ, which is 0 when one weight carries the whole sum: below an effective
+sample size (Σwᵢ)²/Σwᵢ² of 2, as below n = 2 for the means, the interval is unbounded. The
+logged policy's own value is the plain mean reward with the same
 interval. A learning target policy (a bandit strategy) is replayed in log order: it gives its
 probabilities for decision i, then learns from decision i's outcome (the only outcome known).
 """
@@ -31,6 +33,7 @@ from agent_agency.config import RoutingSettings
 from agent_agency.records import AgentSpec, RoutingDecision, RoutingStrategy
 
 Z_95 = 1.959963984540054
+MIN_EFFECTIVE_SAMPLE_SIZE = 2.0  # SNIPS's interval needs as many effective logs as a mean's
 
 
 class LoggedOutcome(BaseModel):
@@ -105,6 +108,9 @@ def snips(weights: FloatArray, rewards: FloatArray) -> Estimate:
         # The target policy never picks a logged action: the data say nothing about it.
         return Estimate(estimator="SNIPS", value=math.nan, ci_low=-math.inf, ci_high=math.inf, n=n)
     value = float((weights * rewards).sum()) / total
+    squares = float((weights**2).sum())
+    if total**2 / squares < MIN_EFFECTIVE_SAMPLE_SIZE:
+        return Estimate(estimator="SNIPS", value=value, ci_low=-math.inf, ci_high=math.inf, n=n)
     half = Z_95 * math.sqrt(float((weights**2 * (rewards - value) ** 2).sum())) / total
     return Estimate(estimator="SNIPS", value=value, ci_low=value - half, ci_high=value + half, n=n)
 

@@ -5,8 +5,9 @@ previous entry's hash and its own, the SHA-256 over its sequence number, kind, r
 timestamp, previous hash and payload. Because the sequence number is hashed, moving an entry
 breaks it just as editing does; because each entry names its predecessor's hash, deleting or
 inserting one breaks the link after it. `verify` walks the whole chain and names the first entry
-that does not hold. The chain cannot show that entries were cut off its end: keep the last
-`entry_hash` elsewhere (e.g. in a report) and compare it with `AuditReport.head_hash`.
+that does not hold. The chain alone cannot show that entries were cut off its end: keep the
+head's hash elsewhere (`head_hash()`; `agency run` writes it to its report) and pass it to
+`verify(expect_head=...)`, which then fails unless that entry is still in the chain.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import Engine, insert, select
+from sqlalchemy import Engine, String, insert, select, type_coerce
 from sqlalchemy.exc import IntegrityError
 
 from agent_agency.pool.schema import IDS_PER_QUERY, audit_log
@@ -87,13 +88,37 @@ def _validated(kind: str, record_id: str, payload: Mapping[str, Any]) -> tuple[s
     return kind, record_id, canonical_json(payload)
 
 
+_TEXT_COLUMNS = ("kind", "record_id", "payload", "prev_hash", "entry_hash")
+
+
+def _stored_timestamp(value: object) -> datetime | None:
+    """A `created_at` as the database holds it (SQLite: text); None when it is no timestamp."""
+    if isinstance(value, datetime):
+        return value
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    return None
+
+
 def _chain_problem(row: Any, expected_seq: int, prev: str) -> tuple[int, str] | None:
     """(first bad sequence number, what is wrong) for a row that breaks the chain."""
     if row.seq != expected_seq:
         gap = expected_seq if row.seq == expected_seq + 1 else f"{expected_seq}..{row.seq - 1}"
         return expected_seq, f"entry {gap} deleted: the chain jumps to entry {row.seq}"
+    # SQLite keeps whatever an UPDATE writes, of any type.
+    created_at = _stored_timestamp(row.created_at)
+    if created_at is None:
+        return row.seq, (
+            f"entry {row.seq} was edited: its created_at {row.created_at!r} is not a timestamp"
+        )
+    for column in _TEXT_COLUMNS:
+        if not isinstance(getattr(row, column), str):
+            return row.seq, f"entry {row.seq} was edited: its {column} is not text"
     recomputed = entry_hash(
-        row.seq, row.kind, row.record_id, row.created_at, row.prev_hash, row.payload
+        row.seq, row.kind, row.record_id, created_at, row.prev_hash, row.payload
     )
     if row.entry_hash != recomputed:
         return row.seq, f"entry {row.seq} was edited or moved: its content does not match its hash"
@@ -144,6 +169,14 @@ class AuditLog:
                 found.update(connection.execute(query).scalars())
         return found
 
+    def head_hash(self) -> str:
+        """The newest entry's hash (`GENESIS_HASH` while the log is empty)."""
+        with self.engine.connect() as connection:
+            head: str | None = connection.scalar(
+                select(audit_log.c.entry_hash).order_by(audit_log.c.seq.desc()).limit(1)
+            )
+        return head or GENESIS_HASH
+
     def _append_at_head(self, prepared: list[tuple[str, str, str]]) -> list[AuditEntry]:
         with self.engine.begin() as connection:
             head = connection.execute(
@@ -172,10 +205,12 @@ class AuditLog:
             connection.execute(insert(audit_log), [entry.model_dump() for entry in entries])
         return entries
 
-    def verify(self) -> AuditReport:
+    def verify(self, expect_head: str | None = None) -> AuditReport:
         """Walk the chain from the first entry; the report names the first entry that was
-        edited, deleted, inserted or moved."""
+        edited, deleted, inserted or moved. With `expect_head` (an earlier `head_hash()`) the
+        chain must also still hold that entry: entries cut off its end fail too."""
         expected_seq, prev, count = 1, GENESIS_HASH, 0
+        seen_head = expect_head in (None, GENESIS_HASH)
         query = select(
             audit_log.c.seq,
             audit_log.c.kind,
@@ -183,7 +218,8 @@ class AuditLog:
             audit_log.c.payload,
             audit_log.c.prev_hash,
             audit_log.c.entry_hash,
-            audit_log.c.created_at,
+            # as stored: an edited value must not fail while the rows are read
+            type_coerce(audit_log.c.created_at, String).label("created_at"),
         ).order_by(audit_log.c.seq)
         with self.engine.connect() as connection:
             rows = connection.execution_options(yield_per=VERIFY_BATCH).execute(query)
@@ -200,5 +236,17 @@ class AuditLog:
                         head_hash=prev,
                     )
                 prev = row.entry_hash
+                seen_head = seen_head or prev == expect_head
                 expected_seq += 1
+        if not seen_head:
+            return AuditReport(
+                ok=False,
+                entries=count,
+                first_bad_seq=count + 1,
+                problem=(
+                    f"no entry has the expected head hash {expect_head}: the entries after "
+                    f"entry {count} were deleted, or the hash is from another audit trail"
+                ),
+                head_hash=prev,
+            )
         return AuditReport(ok=True, entries=count, head_hash=prev)

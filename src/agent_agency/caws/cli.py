@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import time
+from typing import Annotated
 
 import typer
 from sqlalchemy.exc import SQLAlchemyError
@@ -29,8 +31,21 @@ def audit() -> None:
 
 
 @audit_app.command("verify")
-def verify(db: DbOption = None, config: ConfigOption = None) -> None:
+def verify(
+    expect_head: Annotated[
+        str | None,
+        typer.Option(
+            "--expect-head",
+            help="a head hash kept from earlier (agency-run.json's audit_head): fail unless the "
+            "chain still holds that entry, so entries cut off its end are caught too",
+        ),
+    ] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
     """Check the whole chain; exit 1 naming the first entry that was edited, deleted or moved."""
+    if expect_head is not None and not re.fullmatch(r"[0-9a-f]{64}", expect_head):
+        raise fail(f"--expect-head: {expect_head!r} is not a SHA-256 hash (64 hex digits)")
     url = load_settings(config, db).storage.url
     missing = missing_sqlite_file(url)
     if missing is not None:
@@ -48,17 +63,20 @@ def verify(db: DbOption = None, config: ConfigOption = None) -> None:
     try:
         started = time.perf_counter()
         with console.status("Verifying the audit chain…"):
-            report = AuditLog(engine).verify()
+            report = AuditLog(engine).verify(expect_head)
         seconds = time.perf_counter() - started
     finally:
         engine.dispose()
     if not report.ok:
         console.print(
             f"[bold red]Audit chain broken at entry {report.first_bad_seq}[/bold red]: "
-            f"{report.problem} ({report.entries} entries read)"
+            f"{report.problem} ({report.entries} entries read)",
+            soft_wrap=True,  # hashes stay whole
         )
         raise typer.Exit(1)
+    holds = "; it holds the expected head" if expect_head is not None else ""
     console.print(
         f"[green]Audit chain intact:[/green] {report.entries} entries verified in "
-        f"{seconds:.2f} s; head hash {report.head_hash}"
+        f"{seconds:.2f} s; head hash {report.head_hash}{holds}",
+        soft_wrap=True,
     )

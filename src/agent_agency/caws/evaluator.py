@@ -17,7 +17,6 @@ from agent_agency.caws.gates import (
     gates_for,
     is_code_task,
     run_gate,
-    validate_gate_settings,
 )
 from agent_agency.caws.judges import Judge
 from agent_agency.caws.minimal_diff import minimal_diff_metrics
@@ -44,7 +43,6 @@ from agent_agency.tasks.graders import GradeResult, grade
 
 class Evaluator:
     def __init__(self, settings: EvaluationSettings, judges: Sequence[Judge] = ()) -> None:
-        validate_gate_settings(settings)
         self.settings = settings
         self.judges = list(judges)
 

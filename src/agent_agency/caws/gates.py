@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from agent_agency.config import ConfigError, EvaluationSettings, GateSpec
+from agent_agency.config import EvaluationSettings, GateSpec
 from agent_agency.pool.pii import find_pii
 from agent_agency.records import (
     Execution,
@@ -456,28 +456,6 @@ def gates_for(settings: EvaluationSettings, task: Task) -> list[GateSpec]:
             specs[spec.name] = spec
     code = is_code_task(task)
     return [spec for spec in specs.values() if code or not GATES[spec.name].code_only]
-
-
-def validate_gate_settings(settings: EvaluationSettings) -> None:
-    """Raise `ConfigError` naming the task type and gate for unknown gates or bad params."""
-    for task_type, specs in settings.gates.items():
-        for index, spec in enumerate(specs):
-            where = f"evaluation.gates.{task_type}[{index}]"
-            definition = GATES.get(spec.name)
-            if definition is None:
-                raise ConfigError(
-                    f"{where}.name: unknown gate {spec.name!r} for task type {task_type!r}; "
-                    f"known gates: {', '.join(gate_names())}"
-                )
-            try:
-                definition.params_model.model_validate(spec.params)
-            except ValidationError as error:
-                first = error.errors()[0]
-                path = ".".join(str(part) for part in first["loc"]) or "(top level)"
-                raise ConfigError(
-                    f"{where}.params.{path}: {first['msg']} (gate {spec.name!r}, "
-                    f"task type {task_type!r})"
-                ) from None
 
 
 def run_gate(spec: GateSpec, gate: GateInput) -> tuple[GateResult, str | None]:

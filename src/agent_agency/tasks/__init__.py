@@ -7,6 +7,7 @@ from agent_agency.tasks.suites import (
     builtin_suite_names,
     load_builtin,
     load_suite_file,
+    load_suite_files,
     select_tasks,
 )
 from agent_agency.tasks.tools import CALCULATOR, ToolError, run_tool
@@ -22,6 +23,7 @@ __all__ = [
     "grader_kinds",
     "load_builtin",
     "load_suite_file",
+    "load_suite_files",
     "reference_answer",
     "reference_tool_calls",
     "run_tool",

@@ -30,6 +30,9 @@ def _describe(error: dict[str, object]) -> str:
     path = ".".join(str(part) for part in location) if isinstance(location, tuple) else ""
     if error.get("type") == "extra_forbidden":
         return f"{path}: unknown field"
+    context = error.get("ctx")
+    if error.get("type") == "value_error" and isinstance(context, dict):
+        return f"{path or '(line)'}: {context['error']}"  # without pydantic's 'Value error, '
     return f"{path or '(line)'}: {error.get('msg')}"
 
 
@@ -58,25 +61,40 @@ def parse_task_line(text: str, *, source: str, line: int) -> Task:
 
 def load_suite_file(path: str | Path) -> list[Task]:
     """Every task in a JSONL task file (blank lines skipped); ids must be unique in the file."""
-    path = Path(path)
+    return load_suite_files([path])
+
+
+def load_suite_files(paths: Sequence[str | Path], *, alongside: Sequence[Task] = ()) -> list[Task]:
+    """Every task of the JSONL task files, in order. An id may occur once across the files and
+    the tasks `alongside` (built-in tasks run with them); a `TaskFileError` names both places."""
+    builtin_suite_of = {task.id: task.suite for task in alongside}
+    first: dict[str, tuple[int, Path, int]] = {}  # id → (which file, its path, line)
+    tasks: list[Task] = []
+    for index, path in enumerate(map(Path, paths)):
+        for number, text in _task_lines(path):
+            task = parse_task_line(text, source=str(path), line=number)
+            duplicate = f"{path}:{number}: id: duplicate task id {task.id!r}"
+            if task.id in builtin_suite_of:
+                raise TaskFileError(
+                    f"{duplicate} (a task of the built-in suite {builtin_suite_of[task.id]!r} "
+                    "run with it)"
+                )
+            if task.id in first:
+                other, other_path, line = first[task.id]
+                place = f"on line {line}" if other == index else f"in {other_path} on line {line}"
+                raise TaskFileError(f"{duplicate} (first defined {place})")
+            first[task.id] = (index, path, number)
+            tasks.append(task)
+    return tasks
+
+
+def _task_lines(path: Path) -> list[tuple[int, str]]:
     try:
-        lines = list(read_lines(path))
+        return list(read_lines(path))
     except OSError as error:
         raise TaskFileError(f"{path}: cannot read task file: {error.strerror}") from None
     except ValueError as error:
         raise TaskFileError(str(error)) from None
-    tasks: list[Task] = []
-    first_line_of: dict[str, int] = {}
-    for number, text in lines:
-        task = parse_task_line(text, source=str(path), line=number)
-        if task.id in first_line_of:
-            raise TaskFileError(
-                f"{path}:{number}: id: duplicate task id {task.id!r} "
-                f"(first defined on line {first_line_of[task.id]})"
-            )
-        first_line_of[task.id] = number
-        tasks.append(task)
-    return tasks
 
 
 def builtin_suite_names() -> list[str]:
@@ -84,15 +102,25 @@ def builtin_suite_names() -> list[str]:
     return sorted([path.stem for path in SUITES_DIR.glob("*.jsonl")] + [HUMANEVAL_SUITE])
 
 
+def check_builtin_suites(names: Sequence[str]) -> None:
+    """`ValueError` naming the built-in suites when one of `names` is none of them."""
+    known = builtin_suite_names()
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ValueError(
+            f"unknown suite {', '.join(map(repr, unknown))}; built-in suites: {', '.join(known)}"
+        )
+
+
 def load_builtin(suites: Sequence[str] | None = None, split: SplitChoice = "train") -> list[Task]:
     """Tasks of the named built-in suites (all when None or empty) in the given split."""
     if split not in ("train", "heldout", "all"):
         raise ValueError(f"split: must be 'train', 'heldout' or 'all', got {split!r}")
-    known = builtin_suite_names()
-    chosen = list(suites) if suites else known
-    unknown = [name for name in chosen if name not in known]
-    if unknown:
-        raise ValueError(f"suites: unknown suite(s) {unknown}; built-in suites: {known}")
+    chosen = list(suites) if suites else builtin_suite_names()
+    try:
+        check_builtin_suites(chosen)
+    except ValueError as error:
+        raise ValueError(f"suites: {error}") from None
     tasks: list[Task] = []
     for name in dict.fromkeys(chosen):
         if name == HUMANEVAL_SUITE:

@@ -92,11 +92,8 @@ class _Batch:
         def due(*stages: str) -> list[str]:
             return [stage for stage in stages if stage not in self.stages_done]
 
-        rows: list[tuple[Record, list[str]]] = []
-        rows += [(record, due("records", "audit")) for record in self.decisions]
-        rows += [(record, due("records")) for record in (*self.executions, *self.spans)]
-        rows += [(record, due("records", "audit")) for record in self.evaluations]
-        rows += [(record, due("points")) for record in self.points]
+        records = (*self.decisions, *self.executions, *self.spans, *self.evaluations, *self.points)
+        rows = [(record, due(*STAGES_OF[type(record)])) for record in records]
         return [(record, stages) for record, stages in rows if stages]
 
     def audit_items(self) -> list[tuple[str, str, Mapping[str, Any]]]:
@@ -111,6 +108,14 @@ class _Batch:
         return items
 
 
+# The stages that store each kind of record, in the order they run.
+STAGES_OF: dict[type[Record], tuple[str, ...]] = {
+    RoutingDecision: ("records", "audit"),
+    Execution: ("records",),
+    Evaluation: ("records", "audit"),
+    Span: ("records",),
+    DataPoint: ("points",),
+}
 RECORDABLE = (RoutingDecision, Execution, Evaluation, Span, DataPoint)
 
 
@@ -289,10 +294,25 @@ _SPILLED_KINDS: dict[str, type[Recordable]] = {kind.__name__: kind for kind in R
 _STAGES = ("records", "audit", "points")
 
 
+class IngestCounts(Protocol):
+    """What became of a batch of points; `agent_agency.pool.prepare.IngestReport` satisfies it."""
+
+    @property
+    def accepted(self) -> int: ...
+
+    @property
+    def duplicates(self) -> int: ...
+
+    @property
+    def quarantined(self) -> int: ...
+
+
 class ReplaySink(RecordSink, Protocol):
     """A sink that says which records it holds; `Store` satisfies it."""
 
     def stored_ids(self, records: Iterable[Recordable]) -> set[str]: ...
+
+    def ingest(self, points: Sequence[DataPoint]) -> IngestCounts: ...
 
 
 class ReplayAudit(AuditSink, Protocol):
@@ -301,40 +321,59 @@ class ReplayAudit(AuditSink, Protocol):
     def recorded_ids(self, kind: str, record_ids: Collection[str]) -> set[str]: ...
 
 
+SpilledEntry = tuple[Recordable, list[str]]  # a spilled record and its stages still due
+
+
 @dataclass
 class ReplayReport:
-    """What `replay_spill` read, and how many of those records the pool already held."""
+    """What `replay_spill` did with each record read: stored now (every stage still due is
+    done), quarantined (a data point the pool's gates rejected) or already stored before."""
 
     records: int
+    stored_now: int
+    quarantined: int
     already_stored: int
 
-    @property
-    def stored_now(self) -> int:
-        return self.records - self.already_stored
 
-
-def replay_spill(path: Path, sink: ReplaySink, audit: ReplayAudit) -> ReplayReport:
-    """Store what a tracker spilled to `path`, each record only for the stages still due, in
-    the tracker's order (records, audit, points). A stage already done in this pool (the record
-    or its audit entry is there) is skipped, so replaying a file again stores nothing twice."""
-    entries = _read_spill(path)
-    stored = sink.stored_ids(record for record, _ in entries)
-    audit_due = _batch_of(record for record, stages in entries if "audit" in stages)
-    audited = _audited_ids(audit, audit_due.audit_items())
+def replay_spill(
+    entries: Sequence[SpilledEntry], sink: ReplaySink, audit: ReplayAudit
+) -> ReplayReport:
+    """Store what a tracker spilled (read by `read_spill`), each record only for the stages
+    still due, in the tracker's order (records, audit, points). A stage already done in this
+    pool (the record or its audit entry is there) is skipped, so replaying a file again stores
+    nothing twice."""
+    # A data point has its execution's id: each stage keeps the ids it holds apart.
+    done: dict[str, set[str]] = {
+        "records": sink.stored_ids(r for r, _ in entries if not isinstance(r, DataPoint)),
+        "audit": _audited_ids(
+            audit, _batch_of(r for r, stages in entries if "audit" in stages).audit_items()
+        ),
+        "points": sink.stored_ids(r for r, _ in entries if isinstance(r, DataPoint)),
+    }
     due: dict[str, list[Recordable]] = {stage: [] for stage in _STAGES}
-    already_stored = 0
+    already_stored = stored_now = 0  # data points are counted by what ingest made of them
     for record, stages in entries:
-        done = {stage: audited if stage == "audit" else stored for stage in stages}
         todo = [stage for stage in stages if record.id not in done[stage]]
-        already_stored += not todo
+        if not todo:
+            already_stored += 1
+        elif not isinstance(record, DataPoint):
+            stored_now += 1
         for stage in todo:
             due[stage].append(record)
             done[stage].add(record.id)  # a record the file holds twice is stored once
-    _store_due(due, sink, audit)
-    return ReplayReport(records=len(entries), already_stored=already_stored)
+    points = _store_due(due, sink, audit)
+    return ReplayReport(
+        records=len(entries),
+        stored_now=stored_now + (points.accepted if points else 0),
+        quarantined=points.quarantined if points else 0,
+        already_stored=already_stored + (points.duplicates if points else 0),
+    )
 
 
-def _store_due(due: Mapping[str, Sequence[Recordable]], sink: RecordSink, audit: AuditSink) -> None:
+def _store_due(
+    due: Mapping[str, Sequence[Recordable]], sink: ReplaySink, audit: AuditSink
+) -> IngestCounts | None:
+    """Store the records due at each stage; what became of the points (None when none were)."""
     batch = _batch_of(due["records"])
     sink.write_records(
         decisions=batch.decisions,
@@ -345,8 +384,7 @@ def _store_due(due: Mapping[str, Sequence[Recordable]], sink: RecordSink, audit:
     if due["audit"]:
         audit.append_many(_batch_of(due["audit"]).audit_items())
     points = [record for record in due["points"] if isinstance(record, DataPoint)]
-    if points:
-        sink.ingest(points)
+    return sink.ingest(points) if points else None
 
 
 def _batch_of(records: Iterable[Record]) -> _Batch:
@@ -364,12 +402,14 @@ def _audited_ids(audit: ReplayAudit, items: Iterable[tuple[str, str, Any]]) -> s
     return {found for kind, ids in by_kind.items() for found in audit.recorded_ids(kind, ids)}
 
 
-def _read_spill(path: Path) -> list[tuple[Recordable, list[str]]]:
-    """Each record of a spill file with its stages still due; blank lines are skipped."""
+def read_spill(path: Path) -> list[SpilledEntry]:
+    """Each record of a spill file with its stages still due; blank lines are skipped. A line
+    that is not one raises `ValueError` naming file, line, field and reason (`OSError` when the
+    file cannot be read)."""
     return [_spilled_entry(text, where=f"{path}:{number}") for number, text in read_lines(path)]
 
 
-def _spilled_entry(text: str, *, where: str) -> tuple[Recordable, list[str]]:
+def _spilled_entry(text: str, *, where: str) -> SpilledEntry:
     """One spill line; `ValueError` saying `where: field: reason` when it is not one."""
     try:
         entry = json.loads(text)
@@ -387,10 +427,11 @@ def _spilled_entry(text: str, *, where: str) -> tuple[Recordable, list[str]]:
             f"(expected one of: {', '.join(_SPILLED_KINDS)})"
         )
     pending = entry["pending"]
-    if not isinstance(pending, list) or not all(stage in _STAGES for stage in pending):
+    stages = STAGES_OF[_SPILLED_KINDS[kind]]
+    if not isinstance(pending, list) or not pending or not all(s in stages for s in pending):
         raise ValueError(
-            f"{where}: pending: expected a list of stages among {', '.join(_STAGES)}, "
-            f"got {pending!r}"
+            f"{where}: pending: expected a non-empty list of the stages of a {kind} record "
+            f"({', '.join(stages)}), got {pending!r}"
         )
     try:
         record = _SPILLED_KINDS[kind].model_validate(entry["record"])
