@@ -20,6 +20,18 @@ def _spec(base_url: str, **overrides: object) -> AgentSpec:
     return AgentSpec.model_validate(values)
 
 
+def _answer(message: bytes, usage: bytes = b'"prompt_tokens": 1') -> bytes:
+    """A chat completion whose message holds `message` (JSON members), with `usage`."""
+    return (
+        b'{"id": "x", "object": "chat.completion", "created": 0, "model": "m", '
+        b'"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", '
+        + message
+        + b'}}], "usage": {'
+        + usage
+        + b', "completion_tokens": 1, "total_tokens": 2}}'
+    )
+
+
 class _BadServer(BaseHTTPRequestHandler):
     """Answers every request with whatever `reply` the path names."""
 
@@ -36,6 +48,18 @@ class _BadServer(BaseHTTPRequestHandler):
                 b'"choices": [{"index": 0, "finish_reason": "stop", '
                 b'"message": {"role": "assistant", "content": "  "}}]}'
             )
+        elif self.path.startswith("/infinite-tool"):
+            status, body = (
+                200,
+                _answer(
+                    b'"content": null, "tool_calls": [{"id": "c1", "type": "function", '
+                    b'"function": {"name": "calculator", '
+                    b'"arguments": "{\\"expression\\": 1e999}"}}]'
+                ),
+            )
+        elif self.path.startswith("/huge-usage"):
+            status = 200
+            body = _answer(b'"content": "hello"', usage=b'"prompt_tokens": 1099511627776')
         else:
             time.sleep(2)
             status, body = 200, b"{}"
@@ -73,6 +97,8 @@ def test_connection_refused_is_a_backend_error(closed_port: int) -> None:
         ("/e500", "HTTP 500.*model exploded"),
         ("/garbage", "no choices|bad response"),
         ("/empty", "empty output"),
+        ("/infinite-tool", "tool call 'calculator' is invalid: .*not a finite number"),
+        ("/huge-usage", "malformed response from .*: input_tokens: .*less than or equal to"),
     ],
 )
 def test_server_errors_and_garbage_are_backend_errors(

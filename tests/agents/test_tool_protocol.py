@@ -102,9 +102,9 @@ def test_a_bare_value_binds_to_the_only_required_parameter() -> None:
     assert parse_tool_calls("CALL pair 12", [pair]) == []
 
 
-@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e999", "-1e999"])
 def test_arguments_holding_a_non_finite_number_are_unreadable(value: str) -> None:
-    # Python's json reads these; a record refuses them (they would be stored as null)
+    # Python's json reads these (1e999 as infinity); a record refuses them (stored as null)
     pair = ToolSpec(
         name="pair",
         description="Two required values.",

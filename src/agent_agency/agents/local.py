@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from agent_agency.agents.base import BackendError
+from agent_agency.agents.base import BackendError, response_completion
 from agent_agency.agents.decoding import Decoding, resolve_decoding
 from agent_agency.agents.tool_protocol import (
     format_tool_call,
@@ -204,7 +204,9 @@ class LocalBackend:
         if not text:
             raise BackendError(f"{self.name}: empty output")
         usage = response.get("usage") or {}
-        return Completion(
+        return response_completion(
+            self.name,
+            "the embedded model",
             text=text,
             tool_calls=parse_tool_calls(text, tools) if tools else [],
             input_tokens=int(usage.get("prompt_tokens", 0)),

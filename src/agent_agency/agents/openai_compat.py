@@ -14,8 +14,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 import openai
+from pydantic import ValidationError
 
-from agent_agency.agents.base import BackendError
+from agent_agency.agents.base import BackendError, response_completion
 from agent_agency.agents.decoding import resolve_decoding
 from agent_agency.agents.tool_protocol import (
     JSON_DECODER,
@@ -96,11 +97,12 @@ def _native_calls(raw_calls: Any, tools: list[ToolSpec]) -> list[ToolCall]:
             continue
         if not isinstance(decoded, dict):
             raise BackendError(f"tool call {function.name!r} has non-object arguments")
-        calls.append(
-            ToolCall(
-                id=raw.id or ToolCall(name=function.name).id, name=function.name, arguments=decoded
-            )
-        )
+        try:
+            given_id = {"id": raw.id} if raw.id else {}  # else a fresh one
+            calls.append(ToolCall(name=function.name, arguments=decoded, **given_id))
+        except ValidationError as error:  # e.g. 1e999, which JSON decodes as infinity
+            reason = error.errors()[0]["msg"]
+            raise BackendError(f"tool call {function.name!r} is invalid: {reason}") from None
     return calls
 
 
@@ -185,7 +187,9 @@ class OpenAICompatBackend:
         if not text and not tool_calls:
             raise BackendError(f"{self.name}: empty output")
         usage = getattr(response, "usage", None)
-        return Completion(
+        return response_completion(
+            self.name,
+            where,
             text=text,
             tool_calls=tool_calls,
             input_tokens=getattr(usage, "prompt_tokens", 0) or 0,

@@ -17,6 +17,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from agent_agency.records import ToolCall, ToolSpec
 
 _CALL_LINE = re.compile(r"\bCALL[ \t]*:?[ \t]*([A-Za-z_][\w.-]*)[ \t]*(.*)$", re.MULTILINE)
@@ -60,9 +62,9 @@ def parse_tool_calls(text: str, tools: Sequence[ToolSpec]) -> list[ToolCall]:
         tool = by_name.get(match.group(1).lower())
         if tool is None:
             continue
-        arguments = _arguments_from_text(match.group(2), tool)
-        if arguments is not None:
-            found.append((match.start(), ToolCall(name=tool.name, arguments=arguments)))
+        call = _tool_call(tool, _arguments_from_text(match.group(2), tool))
+        if call is not None:
+            found.append((match.start(), call))
             taken.append(match.span())
 
     for start, end, value in _json_values(text, taken):
@@ -79,9 +81,10 @@ def parse_tool_calls(text: str, tools: Sequence[ToolSpec]) -> list[ToolCall]:
             call_end = _closing_bracket(text, match.end() - 1)
             if call_end is None:
                 continue
-            arguments = _arguments_from_call_expression(text[match.end() : call_end - 1], tool)
-            if arguments is not None:
-                found.append((match.start(), ToolCall(name=tool.name, arguments=arguments)))
+            expression = text[match.end() : call_end - 1]
+            call = _tool_call(tool, _arguments_from_call_expression(expression, tool))
+            if call is not None:
+                found.append((match.start(), call))
                 taken.append((match.start(), call_end))
 
     found.sort(key=lambda item: item[0])
@@ -310,5 +313,16 @@ def _call_from_object(obj: dict[str, Any], by_name: dict[str, ToolSpec]) -> Tool
     if raw is None:
         rest = {key: value for key, value in obj.items() if key not in _NAME_KEYS}
         raw = rest if rest else None
-    arguments = _bind(raw, tool)
-    return ToolCall(name=tool.name, arguments=arguments) if arguments is not None else None
+    return _tool_call(tool, _bind(raw, tool))
+
+
+def _tool_call(tool: ToolSpec, arguments: dict[str, Any] | None) -> ToolCall | None:
+    """A call to `tool` with `arguments`, or None when there are none or they are no JSON object
+    a record can hold (`1e999` reads as infinity, which JSON has no form for): text that does
+    not make a valid call is no call."""
+    if arguments is None:
+        return None
+    try:
+        return ToolCall(name=tool.name, arguments=arguments)
+    except ValidationError:
+        return None
