@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import io
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
+from rich.console import Console
 from typer.testing import CliRunner
 
+from agent_agency import cli
+from agent_agency import runner as runner_module
 from agent_agency.cli import app, parse_since
+from agent_agency.cli_options import Terminated
 from agent_agency.pool.store import Store
+from agent_agency.runner import PreparedRun, RunReport
 
 runner = CliRunner()
 
@@ -110,6 +117,123 @@ def test_a_task_file_given_twice_is_refused_before_anything_runs(workdir: Path) 
         in result.output
     )
     assert not (workdir / "agency.db").exists()
+
+
+def test_an_empty_task_file_is_named_as_holding_no_tasks(workdir: Path) -> None:
+    (workdir / "empty.jsonl").write_text("")
+    result = runner.invoke(app, ["run", "--suite", "empty.jsonl"])
+    assert result.exit_code == 2, result.output
+    assert "error: empty.jsonl: holds no tasks; a task file has one JSON object per line" in (
+        result.output
+    )
+    assert not (workdir / "agency.db").exists()
+
+
+def quantum_tasks(workdir: Path) -> Path:
+    suite = workdir / "quantum.jsonl"
+    lines = [
+        {
+            "id": f"q-{i}",
+            "type": "arithmetic",
+            "prompt": f"What is {i} plus {i}?",
+            "requirements": ["math", "quantum"],
+            "grader": {"kind": "exact-number", "reference": {"answer": 2 * i}},
+        }
+        for i in range(3)
+    ]
+    suite.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    return suite
+
+
+def test_a_requirement_no_agent_declares_is_warned_about_once(workdir: Path) -> None:
+    result = runner.invoke(app, ["run", "--suite", str(quantum_tasks(workdir))])
+    assert result.exit_code == 0, result.output
+    output = " ".join(result.output.split())
+    warning = (
+        "warning: requirement 'quantum' of task 'q-0' and 2 more is a capability no agent of "
+        "this run declares (sim-good@1, sim-poor@1); the router considers every agent for those "
+        "tasks"
+    )
+    assert output.count("warning:") == 1 and warning in output, output
+    assert json.loads((workdir / "agency-run.json").read_text())["tasks"] == 3
+
+
+def test_requirements_of_builtin_tasks_outside_the_chosen_team_are_warned_about(
+    workdir: Path,
+) -> None:
+    (workdir / "agency.yaml").write_text(SCRIPTED_TEAM.replace(", tools]", "]"))
+    result = runner.invoke(app, ["run", "--builtin", "tool-use", "--tasks", "2"])
+    assert result.exit_code == 0, result.output
+    assert "warning: requirement 'tools' of task" in " ".join(result.output.split())
+    clean = runner.invoke(app, ["run", "--builtin", "arithmetic", "--tasks", "2"])
+    assert clean.exit_code == 0 and "warning" not in clean.output
+
+
+@pytest.mark.parametrize(
+    ("stop", "code", "by"), [(KeyboardInterrupt, 130, "Ctrl-C"), (Terminated, 143, "SIGTERM")]
+)
+def test_an_interrupted_run_says_what_it_recorded(
+    workdir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    stop: type[BaseException],
+    code: int,
+    by: str,
+) -> None:
+    real_execute_run = runner_module.execute_run
+
+    async def stopped_after_three_tasks(
+        prepared: PreparedRun, on_task_done: Callable[[bool], None]
+    ) -> RunReport:
+        done = 0
+
+        def count(success: bool) -> None:
+            nonlocal done
+            on_task_done(success)
+            done += 1
+            if done == 3:
+                raise stop
+
+        return await real_execute_run(prepared, on_task_done=count)
+
+    monkeypatch.setattr(runner_module, "execute_run", stopped_after_three_tasks)
+    result = runner.invoke(app, ["run", "--tasks", "10", "--concurrency", "1"])
+    assert result.exit_code == code, result.output
+    output = " ".join(result.output.split())
+    assert (f"interrupted by {by} after 3 of 10 tasks (") in output and (
+        " succeeded): they are recorded in sqlite:///agency.db, and the tasks still running as "
+        "failed ('cancelled'); `agency stats` summarises them; no run summary was written. Run "
+        "the same command again to run the tasks anew: the router starts from what was recorded"
+    ) in output, output
+    assert not (workdir / "agency-run.json").exists()
+    stats = runner.invoke(app, ["stats", "--json"])
+    assert sum(row["tasks"] for row in json.loads(stats.output)["summary"]) == 3
+
+
+def table_columns(text: str, count: int) -> list[str]:
+    """The first `count` columns of the rich table in `text`, each column's cells joined,
+    whitespace removed (so a folded value reads whole again)."""
+    rows = [line.split("│")[1 : count + 1] for line in text.splitlines() if line.startswith("│")]
+    return ["".join("".join(row[i].split()) for row in rows) for i in range(count)]
+
+
+@pytest.mark.parametrize("width", [80, 40])
+def test_narrow_tables_fold_names_instead_of_cutting_them(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch, width: int
+) -> None:
+    (workdir / "agency.yaml").write_text(SCRIPTED_TEAM.replace("sim-good", "simulated-" * 4))
+    run_command = ["run", "--builtin", "text-transformation", "--builtin", "arithmetic"]
+    for command in (run_command, ["stats"]):
+        buffer = io.StringIO()
+        monkeypatch.setattr(cli, "console", Console(file=buffer, width=width))
+        result = runner.invoke(app, command)
+        assert result.exit_code == 0, result.output
+        rows = json.loads((workdir / "agency-run.json").read_text())["summary"]
+        assert "…" not in buffer.getvalue()
+        assert table_columns(buffer.getvalue(), 3) == [
+            "".join(f"{row['agent']}(simulated)" for row in rows),
+            "".join(row["task_type"] for row in rows),
+            "".join(str(row["tasks"]) for row in rows),
+        ]
 
 
 def test_malformed_task_file_names_file_and_line(workdir: Path) -> None:

@@ -119,6 +119,42 @@ def test_unknown_agent_in_run_names_field_and_known_agents(tmp_path: Path) -> No
     assert "direct@1" in message
 
 
+@pytest.mark.parametrize(
+    ("data", "line"),
+    [
+        (
+            {"run": {"agents": ["x"]}},
+            "run.agents.0: unknown agent 'x'; configured agents: direct@1, stepwise@1, toolsmith@1",
+        ),
+        ({"evaluation": {"weights": {"task": -1.0}}}, "evaluation.weights.task: must be >= 0"),
+        (
+            {"evaluation": {"weights": {"style": 1.0}}},
+            "evaluation.weights.style: unknown rubric weight 'style'; known: cost, format,",
+        ),
+        (
+            {"evaluation": {"weights": {"task": 0.0}}},
+            "evaluation.weights: rubric weights must not all be zero",
+        ),
+        ({"agents": []}, "agents: at least one agent is required"),
+        (
+            {"agents": [{"name": "a"}, {"name": "a"}]},
+            "agents.1: agent 'a@1' is defined twice (first as agents.0)",
+        ),
+        (
+            {"pool": {"hot_days": 100}},
+            "pool: tiers must satisfy hot_days < warm_days < cold_days, got 100, 90, 730",
+        ),
+        ({"storage": {"url": "nonsense"}}, "storage.url: 'nonsense' is not a database URL"),
+    ],
+)
+def test_cross_field_errors_read_like_field_errors(data: dict[str, object], line: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        parse_config(data, source="agency.yaml")
+    message = str(error.value)
+    assert f"\n  {line}" in message
+    assert "Value error" not in message and "(top level)" not in message
+
+
 def test_team_selects_named_agents() -> None:
     config = parse_config({"run": {"agents": ["toolsmith", "direct@1"]}})
     assert [spec.key for spec in config.team()] == ["toolsmith@1", "direct@1"]
@@ -193,7 +229,7 @@ def test_run_agents_may_not_name_one_agent_twice() -> None:
 
 
 def test_local_backend_model_must_be_the_embedded_one_or_a_gguf_file() -> None:
-    with pytest.raises(ConfigError, match=r"agents\.0: Value error, model: the local backend"):
+    with pytest.raises(ConfigError, match=r"agents\.0\.model: the local backend"):
         parse_config({"agents": [{"name": "a", "model": "llama3"}]})
     config = parse_config({"agents": [{"name": "a", "model": "/models/tiny.gguf"}]})
     from agent_agency.agents.registry import build_backend

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import re
+import signal
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, get_args
@@ -20,11 +21,14 @@ from agent_agency.caws.cli import audit_app
 from agent_agency.cli_options import (
     ConfigOption,
     DbOption,
+    Terminated,
     console,
     err_console,
     fail,
     load_settings,
     open_store,
+    shown_url,
+    sigterm_raises,
 )
 from agent_agency.config import AgencyConfig, ConfigError, parse_config
 from agent_agency.pool.cli import pool_app
@@ -103,32 +107,61 @@ def run(
         raise fail(error) from None
     open_store(settings).close()  # a database that cannot be opened fails before any task runs
 
+    team = ", ".join(spec.key for spec in settings.team())
     console.print(
-        f"Running [bold]{len(prepared.tasks)}[/bold] tasks on agents "
-        f"{', '.join(spec.key for spec in settings.team())} → {settings.storage.url}"
+        f"Running [bold]{len(prepared.tasks)}[/bold] tasks on agents {team} → "
+        f"{shown_url(settings.storage.url)}"
     )
     if prepared.simulated:
         console.print("[yellow]SIMULATION: scripted agents answer, not a model.[/yellow]")
-    with Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("ok {task.fields[ok]}"),
-        TimeElapsedColumn(),
-        console=console,
-    ) as progress:
-        bar = progress.add_task("tasks", total=len(prepared.tasks), ok=0)
-        succeeded = 0
+    for requirement, needing in prepared.undeclared_requirements().items():
+        others = f" and {len(needing) - 1} more" if len(needing) > 1 else ""
+        err_console.print(
+            f"[yellow]warning:[/yellow] requirement {requirement!r} of task {needing[0].id!r}"
+            f"{others} is a capability no agent of this run declares ({team}); the router "
+            "considers every agent for those tasks",
+            highlight=False,
+        )
+    finished = succeeded = 0
+    try:
+        with (
+            sigterm_raises(),
+            Progress(
+                TextColumn("[progress.description]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("ok {task.fields[ok]}"),
+                TimeElapsedColumn(),
+                console=console,
+            ) as progress,
+        ):
+            bar = progress.add_task("tasks", total=len(prepared.tasks), ok=0)
 
-        def advance(success: bool) -> None:
-            nonlocal succeeded
-            succeeded += int(success)
-            progress.update(bar, advance=1, ok=succeeded)
+            def advance(success: bool) -> None:
+                nonlocal finished, succeeded
+                finished += 1
+                succeeded += int(success)
+                progress.update(bar, advance=1, ok=succeeded)
 
-        try:
-            report = asyncio.run(execute_run(prepared, on_task_done=advance))
-        except (BackendError, ValueError) as error:  # building the team failed
-            raise fail(error) from None
+            try:
+                report = asyncio.run(execute_run(prepared, on_task_done=advance))
+            except (BackendError, ValueError) as error:  # building the team failed
+                raise fail(error) from None
+    except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM as `Terminated`
+        # The run stopped its tasks and flushed the records of those that finished.
+        terminated = isinstance(stop, Terminated)
+        console.print(
+            f"[yellow]interrupted[/] by {'SIGTERM' if terminated else 'Ctrl-C'} after "
+            f"{finished} of {len(prepared.tasks)} tasks ({succeeded} succeeded): they are "
+            f"recorded in {shown_url(settings.storage.url)}, and the tasks still running as "
+            "failed ('cancelled'); `agency stats` summarises them; no run summary was written. "
+            "Run the same command again to run the tasks anew: the router starts from what was "
+            "recorded",
+            soft_wrap=True,
+            highlight=False,
+        )
+        # the shell's status for a process ended by the signal: 128 + its number
+        raise typer.Exit(128 + (signal.SIGTERM if terminated else signal.SIGINT)) from None
     _print_summary(report.summary, title="Run summary (agent × task type)")
     written = "not written" if report.summary_error else f"written to {report.summary_json}"
     console.print(f"{report.tasks} tasks in {report.wall_s:.1f} s; summary {written}")
@@ -292,8 +325,9 @@ def stats(
     _print_summary(rows, title=f"Recorded performance{f' since {since}' if since else ''}")
     if judges:
         table = Table(title="Model judges against the verifiable graders")
-        for column in ("judge", "verdicts", "failed to grade", "compared", "agreement"):
-            table.add_column(column, justify="left" if column == "judge" else "right")
+        table.add_column("judge", overflow="fold")
+        for column in ("verdicts", "failed to grade", "compared", "agreement"):
+            table.add_column(column, justify="right", overflow="fold")
         for judge in judges:
             rate = judge.agreement_rate
             table.add_row(
@@ -308,17 +342,12 @@ def stats(
 
 def _print_summary(rows: Any, *, title: str) -> None:
     table = Table(title=title)
-    for column in (
-        "agent",
-        "task type",
-        "tasks",
-        "success",
-        "quality",
-        "p50 ms",
-        "p95 ms",
-        "tokens",
-    ):
-        table.add_column(column, justify="left" if column in ("agent", "task type") else "right")
+    # A narrow terminal (or 80 columns when piped) folds a value onto more lines rather than
+    # cut it short.
+    table.add_column("agent", overflow="fold")
+    table.add_column("task type", overflow="fold")
+    for column in ("tasks", "success", "quality", "p50 ms", "p95 ms", "tokens"):
+        table.add_column(column, justify="right", overflow="fold")
     for row in rows:
         table.add_row(
             f"{row.agent} (simulated)" if row.simulated else row.agent,

@@ -37,9 +37,11 @@ DbOption = Annotated[
 CREATE_DATABASE_HINT = "run `agency run` or `agency pool ingest` first, or name another with --db"
 
 
-class Terminated(BaseException):
-    """SIGTERM arrived under `sigterm_raises` (a BaseException, like KeyboardInterrupt, so that
-    handlers of `Exception` let it through)."""
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived under `sigterm_raises`. A KeyboardInterrupt, so that handlers of
+    `Exception` let it through and asyncio stops a run on it as on Ctrl-C (an exception of any
+    other kind raised in one task of a task group would come out wrapped in an exception
+    group)."""
 
 
 @contextmanager
@@ -111,14 +113,13 @@ def open_store(settings: AgencyConfig, *, create: bool = True) -> Store:
     exist, or a database without the pool's tables, is then an error: it holds nothing to read
     and is left as it is."""
     from alembic.util.exc import CommandError
-    from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
     from agent_agency.pool.store import NoPool, Store
 
     url = settings.storage.url
     try:
-        shown = make_url(url).render_as_string(hide_password=True)
+        shown = shown_url(url)
     except ArgumentError:
         raise fail(f"storage.url: {url!r} is not a database URL") from None
     missing = missing_sqlite_file(url)
@@ -134,16 +135,22 @@ def open_store(settings: AgencyConfig, *, create: bool = True) -> Store:
         raise cannot_open(url, error) from None
 
 
+def shown_url(url: str) -> str:
+    """A database URL as printed: its password hidden."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
 def cannot_open(url: str, error: Exception) -> typer.Exit:
     """The error for a database that failed to connect or migrate: its URL (password hidden) and
     the driver's first line."""
-    from sqlalchemy.engine import make_url
     from sqlalchemy.exc import DBAPIError
 
     reason = str(error.orig if isinstance(error, DBAPIError) else error).strip()
     if isinstance(error, ImportError):
         reason = f"its database driver is not installed ({reason})"
-    shown = make_url(url).render_as_string(hide_password=True)
     return fail(
-        f"storage.url: cannot open {shown}: {(reason or type(error).__name__).splitlines()[0]}"
+        f"storage.url: cannot open {shown_url(url)}: "
+        f"{(reason or type(error).__name__).splitlines()[0]}"
     )

@@ -21,11 +21,10 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from agent_agency.records import AgentSpec, Message, RoutingStrategy
+from agent_agency.records import AgentSpec, Message, RoutingStrategy, invalid
 
 DEFAULT_CONFIG_FILE = "agency.yaml"
 CONFIG_ENV_VAR = "AGENCY_CONFIG"
@@ -37,12 +36,6 @@ class ConfigError(ValueError):
 
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-def _invalid(reason: str) -> PydanticCustomError:
-    """A validation error whose message is `reason` alone (a ValueError's reads 'Value error,
-    reason')."""
-    return PydanticCustomError("invalid_setting", "{reason}", {"reason": reason})
 
 
 # --------------------------------------------------------------------------------------------
@@ -208,7 +201,7 @@ class GateSpec(Section):
         from agent_agency.caws.gates import GATES, gate_names
 
         if name not in GATES:
-            raise _invalid(f"unknown gate {name!r}; known gates: {', '.join(gate_names())}")
+            raise invalid(f"unknown gate {name!r}; known gates: {', '.join(gate_names())}")
         return name
 
     @field_validator("params")
@@ -226,7 +219,7 @@ class GateSpec(Section):
                 f"{'.'.join(str(part) for part in item['loc']) or '(top level)'}: {item['msg']}"
                 for item in error.errors()
             )
-            raise _invalid(f"{problems} (gate {gate!r})") from None
+            raise invalid(f"{problems} (gate {gate!r})") from None
         return params
 
 
@@ -263,11 +256,14 @@ class EvaluationSettings(Section):
         known = {"format", "tool", "task", "minimal", "cost", "safety"}
         for name, weight in self.weights.items():
             if name not in known:
-                raise ValueError(f"unknown rubric weight {name!r}; known: {sorted(known)}")
+                raise invalid(
+                    f"unknown rubric weight {name!r}; known: {', '.join(sorted(known))}",
+                    field=f"weights.{name}",
+                )
             if weight < 0:
-                raise ValueError(f"rubric weight {name!r} must be >= 0, got {weight}")
+                raise invalid(f"must be >= 0, got {weight}", field=f"weights.{name}")
         if sum(self.weights.values()) <= 0:
-            raise ValueError("rubric weights must not all be zero")
+            raise invalid("rubric weights must not all be zero", field="weights")
         return self
 
 
@@ -296,7 +292,7 @@ def _builtin_suite(name: str) -> str:
     try:
         check_builtin_suites([name])
     except ValueError as error:
-        raise _invalid(str(error)) from None
+        raise invalid(str(error)) from None
     return name
 
 
@@ -379,7 +375,10 @@ class PoolSettings(Section):
     @model_validator(mode="after")
     def _tiers_ordered(self) -> PoolSettings:
         if not self.hot_days < self.warm_days < self.cold_days:
-            raise ValueError("tiers must satisfy hot_days < warm_days < cold_days")
+            raise invalid(
+                "tiers must satisfy hot_days < warm_days < cold_days, got "
+                f"{self.hot_days}, {self.warm_days}, {self.cold_days}"
+            )
         return self
 
 
@@ -409,12 +408,15 @@ class AgencyConfig(Section):
     @model_validator(mode="after")
     def _agent_names_unique(self) -> AgencyConfig:
         if not self.agents:
-            raise ValueError("at least one agent is required")
-        seen: set[str] = set()
-        for agent in self.agents:
+            raise invalid("at least one agent is required", field="agents")
+        seen: dict[str, int] = {}
+        for index, agent in enumerate(self.agents):
             if agent.key in seen:
-                raise ValueError(f"agent {agent.key!r} is defined twice")
-            seen.add(agent.key)
+                raise invalid(
+                    f"agent {agent.key!r} is defined twice (first as agents.{seen[agent.key]})",
+                    field=f"agents.{index}",
+                )
+            seen[agent.key] = index
         self._parents_form_no_cycle()
         references = [(f"run.agents.{i}", name) for i, name in enumerate(self.run.agents)]
         references += [
@@ -423,15 +425,16 @@ class AgencyConfig(Section):
         ]
         for field_path, name in references:
             if not any(name in (spec.name, spec.key) for spec in self.agents):
-                raise ValueError(
-                    f"{field_path}: unknown agent {name!r}; configured agents: "
-                    + ", ".join(spec.key for spec in self.agents)
+                raise invalid(
+                    f"unknown agent {name!r}; configured agents: "
+                    + ", ".join(spec.key for spec in self.agents),
+                    field=field_path,
                 )
         chosen: set[str] = set()
         for index, name in enumerate(self.run.agents):
             key = self.agent(name).key
             if key in chosen:
-                raise ValueError(f"run.agents.{index}: {name!r} names {key} a second time")
+                raise invalid(f"{name!r} names {key} a second time", field=f"run.agents.{index}")
             chosen.add(key)
         return self
 
@@ -443,9 +446,9 @@ class AgencyConfig(Section):
             key: str | None = parent_of[start]
             while key is not None:
                 if key in seen:
-                    raise ValueError(
-                        f"agents.{keys[start]}.parent: {start} descends from itself "
-                        f"(parent chain returns to {key})"
+                    raise invalid(
+                        f"{start} descends from itself (parent chain returns to {key})",
+                        field=f"agents.{keys[start]}.parent",
                     )
                 seen.add(key)
                 key = parent_of.get(key)
@@ -468,8 +471,13 @@ class AgencyConfig(Section):
 def _format_validation_error(source: str, error: ValidationError) -> str:
     lines = [f"{source}: invalid configuration"]
     for item in error.errors():
-        path = ".".join(str(part) for part in item["loc"]) or "(top level)"
-        lines.append(f"  {path}: {item['msg']}")
+        context = item.get("ctx", {})
+        parts = [str(part) for part in item["loc"]]
+        if context.get("field"):  # named by a validator of the whole model at `loc`
+            parts.append(context["field"])
+        # a ValueError's own message, without pydantic's 'Value error, ' before it
+        reason = context["error"] if item["type"] == "value_error" else item["msg"]
+        lines.append(f"  {'.'.join(parts) or '(top level)'}: {reason}")
     return "\n".join(lines)
 
 

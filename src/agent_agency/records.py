@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 
 def new_id() -> str:
@@ -23,6 +24,14 @@ def new_id() -> str:
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def invalid(reason: str, *, field: str | None = None) -> PydanticCustomError:
+    """A validation error whose message is `reason` alone (a ValueError's reads 'Value error,
+    reason'). A validator of a whole model names the field at fault, below the model, as
+    `field`: the error's `ctx["field"]`, which the configuration's messages append to the path."""
+    context = {"reason": reason} if field is None else {"reason": reason, "field": field}
+    return PydanticCustomError("invalid", "{reason}", context)
 
 
 # Longest values the pool's indexed columns hold (`pool/schema.py` sizes its columns from these), so
@@ -220,9 +229,10 @@ class AgentSpec(Record):
         if self.backend == "local" and not (
             self.model == EMBEDDED_MODEL or self.model.endswith(".gguf")
         ):
-            raise ValueError(
-                f"model: the local backend runs the embedded {EMBEDDED_MODEL} or a .gguf file "
-                f"you name; got {self.model!r} (use backend: openai_compat for a served model)"
+            raise invalid(
+                f"the local backend runs the embedded {EMBEDDED_MODEL} or a .gguf file "
+                f"you name; got {self.model!r} (use backend: openai_compat for a served model)",
+                field="model",
             )
         return self
 

@@ -36,6 +36,18 @@ class PreparedRun:
     def simulated(self) -> bool:
         return any(spec.backend == "scripted" for spec in self.config.team())
 
+    def undeclared_requirements(self) -> dict[str, list[Task]]:
+        """Each requirement of the tasks that no agent of the team declares as a capability,
+        with the tasks that have it. No agent then covers those tasks, and the router considers
+        every agent for them."""
+        declared = {capability for spec in self.config.team() for capability in spec.capabilities}
+        undeclared: dict[str, list[Task]] = {}
+        for task in self.tasks:
+            for requirement in dict.fromkeys(task.requirements):
+                if requirement not in declared:
+                    undeclared.setdefault(requirement, []).append(task)
+        return undeclared
+
 
 @dataclass
 class RunRequest:

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, insert, text
 from typer.testing import CliRunner
 
-from agent_agency.caws.audit import GENESIS_HASH, AuditLog, canonical_json
+from agent_agency.caws.audit import GENESIS_HASH, AuditLog, canonical_json, entry_hash
 from agent_agency.caws.cli import audit_app
 from agent_agency.pool.engine import make_engine
 from agent_agency.pool.migrate import migrate
+from agent_agency.pool.schema import audit_log
 
 
 @pytest.fixture()
@@ -102,6 +104,69 @@ def test_deleted_first_entry_is_named(engine: Engine) -> None:
     sql(engine, "DELETE FROM audit_log WHERE seq = 1")
     report = log.verify()
     assert not report.ok and report.first_bad_seq == 1
+
+
+def test_deleted_entries_are_named_as_a_range(engine: Engine) -> None:
+    log = filled(engine, entries=8)
+    sql(engine, "DELETE FROM audit_log WHERE seq BETWEEN 3 AND 6")
+    report = log.verify()
+    assert not report.ok and report.first_bad_seq == 3
+    assert report.problem == (
+        "the chain jumps from entry 2 to entry 7: entries 3 to 6 are missing (deleted), or "
+        "entry 7 was inserted"
+    )
+
+
+def insert_entry(engine: Engine, seq: int, prev_hash: str) -> None:
+    """An entry written straight into the table, hashed as `AuditLog` would."""
+    created_at = datetime(2024, 1, 1, tzinfo=UTC)
+    payload = canonical_json({"forged": True})
+    digest = entry_hash(seq, "routing", "forged", created_at, prev_hash, payload)
+    with engine.begin() as connection:
+        connection.execute(
+            insert(audit_log).values(
+                seq=seq,
+                kind="routing",
+                record_id="forged",
+                payload=payload,
+                prev_hash=prev_hash,
+                entry_hash=digest,
+                created_at=created_at,
+            )
+        )
+
+
+def test_an_entry_inserted_after_a_gap_is_not_called_a_deletion(engine: Engine) -> None:
+    log = filled(engine, entries=8)
+    insert_entry(engine, 102, log.head_hash())  # it links to entry 8: nothing was deleted
+    report = log.verify()
+    assert not report.ok and report.first_bad_seq == 102
+    assert report.problem == (
+        "entry 102 was inserted or renumbered: it links to entry 8 but is numbered 102, not 9"
+    )
+    assert "deleted" not in report.problem
+
+
+def test_an_entry_inserted_after_a_gap_with_a_broken_link_may_be_either(engine: Engine) -> None:
+    log = filled(engine, entries=8)
+    insert_entry(engine, 102, "f" * 64)
+    report = log.verify()
+    assert not report.ok and report.first_bad_seq == 9
+    assert report.problem == (
+        "the chain jumps from entry 8 to entry 102: entries 9 to 101 are missing (deleted), or "
+        "entry 102 was inserted"
+    )
+
+
+def test_an_inserted_first_entry_links_to_the_start(engine: Engine) -> None:
+    log = AuditLog(engine)
+    insert_entry(engine, 5, GENESIS_HASH)
+    report = log.verify()
+    assert not report.ok and report.first_bad_seq == 5
+    assert report.problem == (
+        "entry 5 was inserted or renumbered: it links to the start of the chain but is numbered "
+        "5, not 1"
+    )
 
 
 def test_deleted_and_renumbered_entries_are_caught(engine: Engine) -> None:

@@ -210,3 +210,53 @@ def test_unknown_kind_and_bad_reference_are_clear_errors() -> None:
         grade(make_task("exact-number"), "1")
     with pytest.raises(GraderError, match=r"grader.reference.labels"):
         validate_grader_spec(GraderSpec(kind="label", reference={"labels": "ab", "answer": "a"}))
+
+
+@pytest.mark.parametrize(
+    ("kind", "reference", "message"),
+    [
+        (
+            "exact-number",
+            {"answer": True},
+            "grader.reference.answer: must be a number, got a boolean",
+        ),
+        (
+            "exact-number",
+            {"answer": "5"},
+            "grader.reference.answer: must be a number, got a string",
+        ),
+        (
+            "tool-answer",
+            {"answer": False, "tool": "calculator"},
+            "grader.reference.answer: must be a number, got a boolean",
+        ),
+        (
+            "json-match",
+            {"schema": {"type": "nonsense"}, "expected": {}},
+            "grader.reference.schema: not a valid JSON schema at type: 'nonsense' is not valid",
+        ),
+        (
+            "json-match",
+            {"schema": {"properties": {"a": {"minLength": -1}}}, "expected": {}},
+            "grader.reference.schema: not a valid JSON schema at properties/a/minLength: -1",
+        ),
+        (
+            "text-rules",
+            {"min_words": 10, "max_words": 2},
+            "grader.reference.max_words: must be >= min_words (10), got 2",
+        ),
+    ],
+)
+def test_references_no_answer_could_pass_are_rejected(
+    kind: str, reference: dict[str, object], message: str
+) -> None:
+    with pytest.raises(GraderError) as caught:
+        validate_grader_spec(GraderSpec(kind=kind, reference=reference))
+    assert str(caught.value).startswith(message), caught.value
+    assert str(caught.value).endswith(f"(grader kind {kind!r})")
+
+
+def test_numeric_and_bounded_references_still_pass_good_answers() -> None:
+    assert grade(make_task("exact-number", answer=5), "Answer: 5").passed
+    assert grade(make_task("exact-number", answer=2.5), "Answer: 2.5").passed
+    assert grade(make_task("text-rules", min_words=2, max_words=2), "Kind regards.").passed

@@ -67,6 +67,12 @@ def test_load_valid_file_skips_blank_lines(tmp_path: Path) -> None:
             json.dumps(dict(GOOD, id="b", grader={"kind": "magic"})),
             r":2: grader.kind: unknown grader kind 'magic'",
         ),
+        (
+            json.dumps(
+                dict(GOOD, id="b", grader={"kind": "exact-number", "reference": {"answer": True}})
+            ),
+            r":2: grader.reference.answer: must be a number, got a boolean \(grader kind",
+        ),
         (json.dumps(GOOD), r":2: id: duplicate task id 'a-1' \(first defined on line 1\)"),
         (json.dumps(dict(GOOD, id="")), r":2: id: must not be empty or blank$"),
         (json.dumps(dict(GOOD, id="b", type=" ")), r":2: type: must not be empty or blank$"),
@@ -107,6 +113,17 @@ def test_an_id_may_occur_once_across_task_files_and_the_builtins_beside_them(
     clash = write_lines(tmp_path, json.dumps(dict(GOOD, id=builtin[0].id)))
     with pytest.raises(TaskFileError, match=r"a task of the built-in suite 'arithmetic' run with"):
         load_suite_files([clash], alongside=builtin)
+
+
+@pytest.mark.parametrize("text", ["", "\n  \n"])
+def test_a_file_without_tasks_is_named(tmp_path: Path, text: str) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text(text, encoding="utf-8")
+    with pytest.raises(TaskFileError) as caught:
+        load_suite_files([write_lines(tmp_path, json.dumps(GOOD)), empty])
+    assert str(caught.value) == (
+        f"{empty}: holds no tasks; a task file has one JSON object per line"
+    )
 
 
 def test_missing_file_is_a_task_file_error(tmp_path: Path) -> None:

@@ -106,8 +106,7 @@ def _stored_timestamp(value: object) -> datetime | None:
 def _chain_problem(row: Any, expected_seq: int, prev: str) -> tuple[int, str] | None:
     """(first bad sequence number, what is wrong) for a row that breaks the chain."""
     if row.seq != expected_seq:
-        gap = expected_seq if row.seq == expected_seq + 1 else f"{expected_seq}..{row.seq - 1}"
-        return expected_seq, f"entry {gap} deleted: the chain jumps to entry {row.seq}"
+        return _gap_problem(row, expected_seq, prev)
     # SQLite keeps whatever an UPDATE writes, of any type.
     created_at = _stored_timestamp(row.created_at)
     if created_at is None:
@@ -128,6 +127,28 @@ def _chain_problem(row: Any, expected_seq: int, prev: str) -> tuple[int, str] | 
             "replaced, inserted or reordered"
         )
     return None
+
+
+def _gap_problem(row: Any, expected_seq: int, prev: str) -> tuple[int, str]:
+    """(first bad sequence number, what is wrong) for a row numbered past `expected_seq`."""
+    if row.prev_hash == prev:
+        # Its link holds, so no entry in between was ever in the chain (a deleted one would be
+        # what it links to): it got a number other than the next.
+        after = f"entry {expected_seq - 1}" if expected_seq > 1 else "the start of the chain"
+        return row.seq, (
+            f"entry {row.seq} was inserted or renumbered: it links to {after} but is numbered "
+            f"{row.seq}, not {expected_seq}"
+        )
+    before = f"entry {expected_seq - 1}" if expected_seq > 1 else "the start"
+    missing = (
+        f"entry {expected_seq} is"
+        if row.seq == expected_seq + 1
+        else f"entries {expected_seq} to {row.seq - 1} are"
+    )
+    return expected_seq, (
+        f"the chain jumps from {before} to entry {row.seq}: {missing} missing (deleted), or "
+        f"entry {row.seq} was inserted"
+    )
 
 
 class AuditLog:

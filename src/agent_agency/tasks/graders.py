@@ -10,13 +10,21 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from decimal import Decimal
-from typing import Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
 import jsonschema
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from agent_agency.caws.sandbox import run_python
-from agent_agency.records import GraderSpec, Task, ToolUse
+from agent_agency.records import GraderSpec, Task, ToolUse, invalid
 from agent_agency.tasks.answers import (
     assemble_program,
     extract_answer_text,
@@ -40,6 +48,20 @@ class GraderError(ValueError):
 
 class Reference(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+_JSON_TYPE_NAMES = {bool: "a boolean", str: "a string", list: "an array", dict: "an object"}
+
+
+def _number(value: Any) -> Any:
+    # pydantic would take true as 1 and "5" as 5: a reference no answer can then match.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        kind = _JSON_TYPE_NAMES.get(type(value), "null" if value is None else type(value).__name__)
+        raise invalid(f"must be a number, got {kind}")
+    return value
+
+
+Number = Annotated[int | float, BeforeValidator(_number)]
 
 
 R = TypeVar("R", bound=Reference)
@@ -141,6 +163,14 @@ class TextRulesReference(Reference):
     min_words: int = Field(default=1, ge=0)
     max_words: int = Field(default=400, gt=0)
     formal: bool = True
+
+    @field_validator("max_words")
+    @classmethod
+    def _bounds_ordered(cls, max_words: int, info: ValidationInfo) -> int:
+        min_words = info.data.get("min_words")  # absent when invalid: reported already
+        if min_words is not None and max_words < min_words:
+            raise invalid(f"must be >= min_words ({min_words}), got {max_words}")
+        return max_words
 
 
 def _normalize_space(text: str) -> str:
@@ -249,7 +279,7 @@ register_grader(Grader("python-tests", PythonTestsReference, _check_python_tests
 
 
 class ExactNumberReference(Reference):
-    answer: int | float
+    answer: Number
 
 
 def _number_matches(answer: int | float, output: str) -> tuple[bool, Decimal | None]:
@@ -274,7 +304,7 @@ register_grader(Grader("exact-number", ExactNumberReference, _check_exact_number
 
 
 class ToolAnswerReference(Reference):
-    answer: int | float
+    answer: Number
     tool: str = Field(min_length=1)
 
 
@@ -309,6 +339,17 @@ class JsonMatchReference(Reference):
     expected: dict[str, Any]
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @field_validator("json_schema")
+    @classmethod
+    def _valid_schema(cls, schema: dict[str, Any]) -> dict[str, Any]:
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+        except jsonschema.SchemaError as error:
+            where = "/".join(str(part) for part in error.absolute_path)
+            at = f" at {where}" if where else ""
+            raise invalid(f"not a valid JSON schema{at}: {error.message}") from None
+        return schema
 
 
 def _same_value(expected: Any, actual: Any) -> bool:

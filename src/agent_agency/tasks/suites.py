@@ -65,13 +65,17 @@ def load_suite_file(path: str | Path) -> list[Task]:
 
 
 def load_suite_files(paths: Sequence[str | Path], *, alongside: Sequence[Task] = ()) -> list[Task]:
-    """Every task of the JSONL task files, in order. An id may occur once across the files and
-    the tasks `alongside` (built-in tasks run with them); a `TaskFileError` names both places."""
+    """Every task of the JSONL task files, in order. A file without tasks is a `TaskFileError`.
+    An id may occur once across the files and the tasks `alongside` (built-in tasks run with
+    them); a `TaskFileError` names both places."""
     builtin_suite_of = {task.id: task.suite for task in alongside}
     first: dict[str, tuple[int, Path, int]] = {}  # id → (which file, its path, line)
     tasks: list[Task] = []
     for index, path in enumerate(map(Path, paths)):
-        for number, text in _task_lines(path):
+        lines = _task_lines(path)
+        if not lines:
+            raise TaskFileError(f"{path}: holds no tasks; a task file has one JSON object per line")
+        for number, text in lines:
             task = parse_task_line(text, source=str(path), line=number)
             duplicate = f"{path}:{number}: id: duplicate task id {task.id!r}"
             if task.id in builtin_suite_of:
