@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
+import secrets
+import shutil
+import socket
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from agent_agency.caws.sandbox import run_python
+from agent_agency.caws import sandbox
+from agent_agency.caws.sandbox import SandboxResult, run_python
 
 
 def _live_uids() -> set[int]:
@@ -37,6 +43,7 @@ def test_runs_code_with_files_and_captures_output() -> None:
     assert result.stdout.strip() == "42"
     assert result.reason == ""
     assert result.isolation_notes == []
+    assert any(step.startswith("throw-away user") for step in result.isolation_applied)
 
 
 def test_failing_code_reports_the_exception() -> None:
@@ -136,3 +143,135 @@ def test_bad_limits_are_rejected() -> None:
         run_python("pass", timeout_s=0)
     with pytest.raises(ValueError, match="memory_mb"):
         run_python("pass", memory_mb=8)
+
+
+# --------------------------------------------------------------------------------------------
+# host Unix sockets and the arbiter's working directory are out of reach
+# --------------------------------------------------------------------------------------------
+
+
+def _require_isolation(result: SandboxResult, step: str) -> None:
+    """Skip, saying why, where this machine cannot apply the isolation step the test is about."""
+    if os.geteuid() != 0:
+        pytest.skip("not root: the sandbox cannot create namespaces here (resource limits only)")
+    if not any(applied.startswith(step) for applied in result.isolation_applied):
+        pytest.skip(f"{step!r} not applied on this machine: {result.isolation_notes}")
+
+
+def _world_open_dir() -> str:
+    """A fresh directory directly under /tmp that any user may enter (pytest's tmp_path is not)."""
+    directory = tempfile.mkdtemp(prefix="agency-test-", dir="/tmp")
+    os.chmod(directory, 0o755)
+    return directory
+
+
+def _listener(address: str) -> socket.socket:
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(address)
+    if not address.startswith("\0"):
+        os.chmod(address, 0o777)  # connectable by any user, like the reviewer's socket
+    server.listen()
+    server.setblocking(False)
+    return server
+
+
+def _received(server: socket.socket) -> bool:
+    try:
+        connection, _ = server.accept()
+    except BlockingIOError:
+        return False
+    connection.close()
+    return True
+
+
+def _connect_program(address: str) -> str:
+    return (
+        "import socket\n"
+        "client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+        f"client.connect({address!r})\n"
+        "client.sendall(b'leak')\n"
+    )
+
+
+@pytest.fixture
+def host_socket() -> Iterator[tuple[socket.socket, str]]:
+    directory = _world_open_dir()
+    path = os.path.join(directory, "host.sock")
+    server = _listener(path)
+    try:
+        yield server, path
+    finally:
+        server.close()
+        shutil.rmtree(directory)
+
+
+def test_unix_socket_of_the_host_is_unreachable(
+    host_socket: tuple[socket.socket, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, path = host_socket
+    result = run_python(_connect_program(path))
+    _require_isolation(result, "hidden behind an empty tmpfs")
+    assert not result.ok
+    assert "FileNotFoundError" in result.reason
+    assert not _received(server)
+    assert any("/tmp" in step for step in result.isolation_applied)
+    # Control: without the covers over the socket directories the same program reaches the
+    # socket, so the assertions above would catch a leak.
+    monkeypatch.setattr(sandbox, "_SOCKET_DIRS", ())
+    leaked = run_python(_connect_program(path))
+    assert leaked.ok, leaked.reason
+    assert _received(server)
+
+
+def test_abstract_unix_socket_of_the_host_is_unreachable() -> None:
+    server = _listener(f"\0agency-test-{secrets.token_hex(8)}")
+    try:
+        result = run_python(_connect_program(server.getsockname()))
+        _require_isolation(result, "network namespace")
+        assert not result.ok
+        assert "ConnectionRefusedError" in result.reason
+        assert not _received(server)
+    finally:
+        server.close()
+
+
+def test_working_directory_of_the_arbiter_is_hidden(monkeypatch: pytest.MonkeyPatch) -> None:
+    directory = _world_open_dir()
+    try:
+        secret = Path(directory, "agency.db")
+        secret.write_text("secret")
+        secret.chmod(0o644)
+        program = f"print(open({str(secret)!r}).read())"
+        # Only the working directory's cover may hide the file: /tmp stays visible.
+        monkeypatch.setattr(sandbox, "_SOCKET_DIRS", ())
+        monkeypatch.chdir(directory)
+        result = run_python(program)
+        _require_isolation(result, "hidden behind an empty tmpfs")
+        assert not result.ok
+        assert "FileNotFoundError" in result.reason
+        assert "secret" not in result.stdout
+        # Control: from a system directory, which is never covered, the file is readable.
+        monkeypatch.chdir("/")
+        control = run_python(program)
+        assert control.ok, control.reason
+        assert control.stdout.strip() == "secret"
+    finally:
+        shutil.rmtree(directory)
+
+
+def test_masks_cover_socket_dirs_and_the_working_directory_but_keep_what_the_code_needs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    directory = _world_open_dir()
+    try:
+        monkeypatch.chdir(directory)
+        work = os.path.join(directory, "box", "work")
+        masks = sandbox._masks(work)
+        assert "/tmp" in masks and work in masks["/tmp"]
+        assert masks[os.path.realpath(directory)] == [work]
+        covers = list(masks)
+        assert covers.index("/tmp") < covers.index(os.path.realpath(directory)), "outer first"
+        monkeypatch.chdir("/usr")
+        assert "/usr" not in sandbox._masks(work)
+    finally:
+        shutil.rmtree(directory)

@@ -6,6 +6,11 @@ the untrusted code, a small trusted bootstrap inside the child (still root) isol
 - a new network namespace (loopback down, no interfaces), so every connection fails;
 - a new mount namespace in which every mount is remounted read-only except the work directory,
   so a write anywhere outside it fails;
+- in that namespace, an empty tmpfs over the directories where host processes keep their
+  Unix-domain sockets (/tmp, /var/tmp, /run, /dev/shm), so connect() finds no socket file there
+  (abstract sockets belong to the network namespace and are out of reach already), and over the
+  arbiter's working directory, so the code cannot read `agency.db`, `.env` and the like there;
+  the work directory and the interpreter are bound back into those covers;
 - resource limits: CPU time, address space, file size, open files, no core dumps, and a process
   count that is meaningful because the child then drops to a throw-away uid used by no one else
   (RLIMIT_NPROC does not apply to root and counts per uid).
@@ -14,7 +19,8 @@ Doing this in the child, rather than in a `preexec_fn`, keeps `run_python` safe 
 threads. The parent enforces a wall-clock limit, kills the whole session on timeout and, as the
 same throw-away uid, signals every process that escaped the session (a daemonising fork bomb).
 Output goes to root-owned files capped by RLIMIT_FSIZE, so a flood of output cannot exhaust the
-parent's memory. If an isolation step is impossible here, the child records why in
+parent's memory. The child lists the isolation steps it applied in
+`SandboxResult.isolation_applied`; if a step is impossible here, it records why in
 `SandboxResult.isolation_notes` and carries on with the remaining limits.
 """
 
@@ -48,6 +54,13 @@ _UID_BASE = 2_000_000
 _UID_SPAN = 1_000_000
 _uid_counter = itertools.count()
 _uid_lock = threading.Lock()
+# Where host processes keep their Unix-domain sockets (PostgreSQL, Docker, X11, D-Bus, ssh-agent):
+# each is covered by an empty tmpfs in the child's mount namespace.
+_SOCKET_DIRS = ("/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm")
+# Never covered, even when they are the arbiter's working directory: the interpreter needs them.
+_SYSTEM_DIRS = frozenset({"/", "/usr", "/etc", "/dev", "/proc", "/sys"}) | frozenset(
+    {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+)
 
 
 class SandboxResult(BaseModel):
@@ -65,6 +78,9 @@ class SandboxResult(BaseModel):
     isolation_notes: list[str] = Field(
         default_factory=list, description="isolation steps that could not be applied, and why"
     )
+    isolation_applied: list[str] = Field(
+        default_factory=list, description="isolation steps applied before the code ran"
+    )
 
 
 # The trusted part of the child. It runs as root inside the fresh session, isolates the process,
@@ -73,7 +89,7 @@ class SandboxResult(BaseModel):
 _BOOTSTRAP = r"""
 import ctypes, json, os, resource, runpy, sys
 cfg = json.loads(sys.argv[1])
-notes = []
+notes, applied = [], []
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
                        ctypes.c_void_p]
@@ -83,30 +99,45 @@ MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 def err():
     return os.strerror(ctypes.get_errno())
 if libc.unshare(CLONE_NEWNET) != 0:
-    notes.append("network namespace unavailable (" + err() + "): network is NOT isolated")
+    notes.append("network namespace unavailable (" + err() + "): network and abstract Unix "
+                 "sockets are NOT isolated")
+else:
+    applied.append("network namespace: no network, no abstract Unix socket of the host")
 work = cfg["work"]
 def unescape(path):
     return path.encode().decode("unicode_escape")
+unhidden = ": file system is NOT read-only; host Unix sockets and working directory NOT hidden"
 if libc.unshare(CLONE_NEWNS) != 0:
-    notes.append("mount namespace unavailable (" + err() + "): file system is NOT read-only")
+    notes.append("mount namespace unavailable (" + err() + ")" + unhidden)
 elif libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
-    notes.append("cannot make mounts private (" + err() + "): file system is NOT read-only")
+    notes.append("cannot make mounts private (" + err() + ")" + unhidden)
 else:
     if libc.mount(work.encode(), work.encode(), None, MS_BIND, None) != 0:
         notes.append("cannot bind the work directory (" + err() + ")")
-    # The interpreter may live under a directory only root can enter (e.g. /root/.pyenv): cover
-    # that directory with an empty tmpfs and bind the interpreter's own directories back into it.
-    for hidden, paths in cfg["expose"].items():
-        fds = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in paths]
-        if libc.mount(b"tmpfs", hidden.encode(), b"tmpfs", 0, b"mode=755,size=64k") != 0:
-            notes.append("cannot expose the interpreter under " + hidden + " (" + err() + ")")
+    # Cover each masked directory (socket directories, the arbiter's working directory, one the
+    # throw-away uid cannot enter such as /root around /root/.pyenv) with an empty tmpfs, then
+    # bind back the paths beneath it the code needs: the work directory and the interpreter.
+    # Outer directories come first; one an outer cover already hid no longer exists.
+    keep = {path: os.open(path, os.O_PATH | os.O_DIRECTORY)
+            for paths in cfg["masks"].values() for path in paths}
+    hidden = []
+    for cover, paths in cfg["masks"].items():
+        if not os.path.isdir(cover):
             continue
-        for path, fd in fds:
+        flags = MS_NOSUID | MS_NODEV
+        if libc.mount(b"tmpfs", cover.encode(), b"tmpfs", flags, b"mode=755,size=64k") != 0:
+            notes.append("cannot hide " + cover + " (" + err() + ")")
+            continue
+        hidden.append(cover)
+        for path in paths:
             os.makedirs(path, exist_ok=True)
-            source = ("/proc/self/fd/" + str(fd)).encode()
+            source = ("/proc/self/fd/" + str(keep[path])).encode()
             if libc.mount(source, path.encode(), None, MS_BIND | MS_REC, None) != 0:
-                notes.append("cannot expose " + path + " (" + err() + ")")
-            os.close(fd)
+                notes.append("cannot expose " + path + " under " + cover + " (" + err() + ")")
+    for fd in keep.values():
+        os.close(fd)
+    if hidden:
+        applied.append("hidden behind an empty tmpfs: " + ", ".join(hidden))
     with open("/proc/self/mountinfo") as handle:
         mounts = [line.split() for line in handle]
     for fields in mounts:
@@ -120,6 +151,7 @@ else:
         flags |= MS_NOEXEC if "noexec" in opts else 0
         if libc.mount(None, point.encode(), None, flags, None) != 0 and point in ("/", "/tmp"):
             notes.append("cannot make " + point + " read-only (" + err() + ")")
+    applied.append("mount namespace: read-only outside the work directory")
 limits = [
     (resource.RLIMIT_CPU, cfg["cpu_s"]),
     (resource.RLIMIT_AS, cfg["memory_bytes"]),
@@ -130,16 +162,19 @@ limits = [
 ]
 for which, value in limits:
     resource.setrlimit(which, (value, value))
+applied.append("resource limits: CPU, memory, file size, open files, processes, no core dump")
 uid = cfg["uid"]
 try:
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
+    applied.append("throw-away user " + str(uid))
 except OSError as error:
     notes.append("cannot drop privileges (" + str(error) + "): process limit is NOT enforced")
-sys.stderr.write(cfg["marker"] + json.dumps(notes) + "\n")
+sys.stderr.write(cfg["marker"] + json.dumps({"notes": notes, "applied": applied}) + "\n")
 sys.stderr.flush()
-del cfg, notes, libc, limits, mounts
+for name in ("cfg", "notes", "applied", "libc", "limits", "mounts", "keep"):
+    globals().pop(name, None)  # `mounts` and `keep` exist only when the mount namespace does
 os.chdir(work)  # the cwd inherited from Popen is the directory under the fresh bind mount
 sys.path.insert(0, work)
 sys.argv = [work + "/main.py"]
@@ -166,6 +201,28 @@ def _interpreter_exposure() -> dict[str, list[str]]:
 
 
 _EXPOSURE = _interpreter_exposure()
+
+
+def _within(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def _masks(work: str) -> dict[str, list[str]]:
+    """The directories the child covers with an empty tmpfs, outermost first, each with the paths
+    beneath it to bind back: the socket directories, the arbiter's working directory (unless a
+    system directory) and those around the interpreter that the throw-away uid cannot enter."""
+    covers = {os.path.realpath(path) for path in _SOCKET_DIRS if os.path.isdir(path)}
+    covers |= set(_EXPOSURE)
+    try:
+        cwd = os.path.realpath(os.getcwd())
+    except OSError:  # the working directory was removed: nothing there to hide
+        cwd = "/"
+    if cwd not in _SYSTEM_DIRS:
+        covers.add(cwd)
+    keep = {work, *(path for paths in _EXPOSURE.values() for path in paths)}
+    keep |= {os.path.realpath(path) for path in (sys.prefix, sys.base_prefix)}
+    ordered = sorted(covers, key=lambda cover: (cover.count("/"), cover))
+    return {cover: sorted(path for path in keep if _within(path, cover)) for cover in ordered}
 
 
 def _next_uid() -> int:
@@ -210,13 +267,14 @@ def _read_capped(path: Path) -> str:
     return text
 
 
-def _split_status(stderr: str) -> tuple[list[str], str, bool]:
-    """(isolation notes, the code's own stderr, whether the bootstrap reached the code)."""
+def _split_status(stderr: str) -> tuple[list[str], list[str], str, bool]:
+    """(isolation notes, isolation steps applied, the code's own stderr, whether the bootstrap
+    reached the code)."""
     if not stderr.startswith(_STATUS_MARKER):
-        return [], stderr, False
+        return [], [], stderr, False
     line, _, rest = stderr.partition("\n")
-    notes: list[str] = json.loads(line[len(_STATUS_MARKER) :])
-    return notes, rest, True
+    status: dict[str, list[str]] = json.loads(line[len(_STATUS_MARKER) :])
+    return status["notes"], status["applied"], rest, True
 
 
 def _failure_reason(
@@ -269,7 +327,7 @@ def run_python(
     # records which isolation steps the kernel refused.
     privileged = os.geteuid() == 0
     uid = _next_uid() if privileged else os.getuid()
-    base = Path(tempfile.mkdtemp(prefix="agency-sandbox-"))
+    base = Path(os.path.realpath(tempfile.mkdtemp(prefix="agency-sandbox-")))
     try:
         base.chmod(0o711)
         work = base / "work"
@@ -294,7 +352,7 @@ def run_python(
             "nofile": MAX_OPEN_FILES,
             "nproc": MAX_PROCESSES,
             "marker": _STATUS_MARKER,
-            "expose": _EXPOSURE,
+            "masks": _masks(str(work)),
         }
         env = {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -330,7 +388,7 @@ def run_python(
         duration_ms = (time.perf_counter() - started) * 1000
         if privileged:
             _kill_uid(uid)
-        notes, stderr, reached_code = _split_status(_read_capped(err_path))
+        notes, applied, stderr, reached_code = _split_status(_read_capped(err_path))
         stdout = _read_capped(out_path)
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -346,4 +404,5 @@ def run_python(
         reason=reason,
         duration_ms=duration_ms,
         isolation_notes=notes,
+        isolation_applied=applied,
     )
