@@ -8,7 +8,8 @@ from pathlib import Path
 
 from agent_agency.config import parse_config
 from agent_agency.pool.store import Store
-from agent_agency.runner import RunRequest, build_router, execute_run
+from agent_agency.runner import RunRequest, build_arbiter, build_router, execute_run
+from agent_agency.tracking.tracker import Tracker
 
 
 def agent(name: str, version: str = "1", parent: str | None = None, skill: float = 0.9) -> dict:
@@ -106,3 +107,18 @@ def test_task_files_run_beside_the_named_builtin_suites_only(tmp_path: Path) -> 
 
     assert suites_run({}) == {"custom": 1}
     assert suites_run({"suites": ["arithmetic"]}) == {"custom": 1, "arithmetic": 16}
+
+
+def test_a_judge_calls_its_agent_within_that_agent_s_time_out(tmp_path: Path) -> None:
+    config = parse_config(
+        {
+            "agents": [agent("solver"), {**agent("grader"), "timeout_s": 7.5}],
+            "evaluation": {"judges": [{"name": "tone", "agent": "grader", "criteria": "polite?"}]},
+            "storage": {"url": f"sqlite:///{tmp_path / 'pool.db'}"},
+        }
+    )
+    tasks = RunRequest(config).prepare().tasks
+    with Store.open(config.storage.url) as store:
+        arbiter = build_arbiter(config, tasks, store, Tracker(store, spill_dir=tmp_path))
+        [judge] = arbiter.evaluator.judges
+    assert judge.timeout_s == 7.5

@@ -121,7 +121,14 @@ def build_arbiter(
         spec = config.agent(judge.agent)
         backend = backends.get(spec.key) or build_backend(spec, tasks=tasks)
         judges.append(
-            Judge(judge.name, backend, judge.criteria, judge.max_retries, judge.task_types)
+            Judge(
+                judge.name,
+                backend,
+                judge.criteria,
+                judge.max_retries,
+                judge.task_types,
+                timeout_s=spec.timeout_s,  # the judge's agent's own limit per call
+            )
         )
     evaluator = Evaluator(config.evaluation, judges)
     return Arbiter(config, backends=backends, router=router, evaluator=evaluator, tracker=tracker)

@@ -12,12 +12,21 @@ from sqlalchemy import func, select
 from agent_agency.agents.base import Backend, BackendError
 from agent_agency.agents.scripted import ScriptedBackend
 from agent_agency.arbiter.arbiter import Arbiter
+from agent_agency.arbiter.breaker import BreakerState
 from agent_agency.arbiter.router import Router
 from agent_agency.caws.evaluator import Evaluator
+from agent_agency.caws.judges import Judge
 from agent_agency.config import AgencyConfig, parse_config
 from agent_agency.pool.schema import spans
 from agent_agency.pool.store import Store
-from agent_agency.records import RoutingStrategy, Task
+from agent_agency.records import (
+    AgentSpec,
+    Evaluation,
+    Execution,
+    Iteration,
+    RoutingStrategy,
+    Task,
+)
 from agent_agency.tasks import load_builtin, select_tasks
 from agent_agency.tracking.tracker import Tracker
 
@@ -58,6 +67,8 @@ def arbiter_for(
     *,
     backends: dict[str, Backend] | None = None,
     tracker: Tracker | None = None,
+    router: Router | None = None,
+    judges: Sequence[Judge] = (),
 ) -> Arbiter:
     team = config.team()
     built: dict[str, Backend] = {spec.key: ScriptedBackend(spec, tasks) for spec in team}
@@ -65,10 +76,27 @@ def arbiter_for(
     return Arbiter(
         config,
         backends=built,
-        router=Router(config.routing, team),
-        evaluator=Evaluator(config.evaluation),
+        router=router or Router(config.routing, team),
+        evaluator=Evaluator(config.evaluation, judges),
         tracker=tracker,
     )
+
+
+class RecordingRouter(Router):
+    """The real router, remembering each (agent, success) its bandit learns."""
+
+    def __init__(self, config: AgencyConfig) -> None:
+        super().__init__(config.routing, config.team())
+        self.learned: list[tuple[str, bool]] = []
+
+    def update(self, agent: str, task: Task, *, success: bool, quality: float) -> None:
+        self.learned.append((agent, success))
+        super().update(agent, task, success=success, quality=quality)
+
+
+def hung_judge(tasks: Sequence[Task], timeout_s: float) -> Judge:
+    spec = AgentSpec(name="judge", backend="scripted")
+    return Judge("tone", ScriptedBackend(spec, tasks, hang=True), "Polite?", timeout_s=timeout_s)
 
 
 def test_run_routes_grades_and_learns(tasks: list[Task]) -> None:
@@ -152,6 +180,66 @@ def test_task_timeout_without_fallback_is_a_recorded_failure(tasks: list[Task]) 
     outcome = asyncio.run(arbiter.execute(tasks[0]))
     assert not outcome.success
     assert "task time-out" in (outcome.execution.failure_reason or "")
+
+
+def test_task_timeout_during_a_call_charges_the_agent_and_later_tasks_route_away(
+    tasks: list[Task],
+) -> None:
+    config = scripted_config(
+        agents=[
+            {"name": "hung", "backend": "scripted", "timeout_s": 30},
+            {"name": "good", "backend": "scripted", "skills": {"*": 1.0}},
+        ],
+        routing={"strategy": "fallback", "breaker": {"failure_threshold": 2, "cooldown_s": 60}},
+        run={"task_timeout_s": 0.2},
+    )
+    router = RecordingRouter(config)
+    hung = ScriptedBackend(config.agent("hung"), tasks, hang=True)
+    arbiter = arbiter_for(config, tasks, backends={"hung@1": hung}, router=router)
+    arithmetic = [task for task in tasks if task.type == "arithmetic"][:6]
+    outcomes = asyncio.run(arbiter.run(arithmetic, concurrency=1))
+    assert [o.execution.agent for o in outcomes] == ["hung@1"] * 2 + ["good@1"] * 4
+    for outcome in outcomes[:2]:
+        assert len(outcome.executions) == 1  # the task's time is spent: no fallback
+        assert outcome.execution.failure_reason == (
+            "task time-out after 0.2 s during a call to hung@1"
+        )
+    assert all(outcome.success for outcome in outcomes[2:])
+    assert router.breaker_state("hung@1") is BreakerState.OPEN
+    assert router.learned[:2] == [("hung@1", False)] * 2
+
+
+def test_a_hung_judge_fails_to_grade_and_the_answer_is_kept(tasks: list[Task]) -> None:
+    config = scripted_config(
+        agents=[{"name": "solo", "backend": "scripted", "skills": {"*": 1.0}}],
+        run={"task_timeout_s": 1},
+    )
+    arbiter = arbiter_for(config, tasks, judges=[hung_judge(tasks, timeout_s=0.01)])
+    outcome = asyncio.run(arbiter.execute(tasks[0]))
+    assert outcome.error is None and outcome.success and outcome.data_point is not None
+    evaluation = outcome.evaluation
+    assert evaluation is not None and evaluation.passed_all_mandatory
+    assert [verdict.error for verdict in evaluation.judges] == ["no reply within 0.01 s"]
+
+
+def test_a_judge_is_cut_off_where_the_task_runs_out_of_time(tasks: list[Task]) -> None:
+    config = scripted_config(
+        agents=[{"name": "wrong", "backend": "scripted", "skills": {"*": 0.0}}],
+        routing={"breaker": {"failure_threshold": 1}},
+        run={"task_timeout_s": 0.2},
+    )
+    router = RecordingRouter(config)
+    judge = hung_judge(tasks, timeout_s=30)
+    arbiter = arbiter_for(config, tasks, router=router, judges=[judge])
+    outcome = asyncio.run(arbiter.execute(tasks[0]))
+    assert outcome.error is None  # graded, not a task time-out
+    assert len(outcome.execution.iterations) == 1  # no time was left for a second attempt
+    assert not outcome.success and outcome.data_point is not None
+    evaluation = outcome.evaluation
+    assert evaluation is not None and not evaluation.passed_all_mandatory
+    assert [v.error for v in evaluation.judges] == ["no reply within the time left to the task"]
+    assert router.breaker_state("wrong@1") is BreakerState.CLOSED
+    assert router.learned == [("wrong@1", False)]
 
 
 def test_per_agent_concurrency_limit_holds(tasks: list[Task]) -> None:
@@ -302,11 +390,18 @@ def test_a_defect_in_one_task_neither_stops_the_run_nor_loses_its_records(
     class BrokenOnThirdCall(Evaluator):
         calls = 0
 
-        async def evaluate(self, task, execution, iteration):  # type: ignore[no-untyped-def]
+        async def evaluate(
+            self,
+            task: Task,
+            execution: Execution,
+            iteration: Iteration,
+            *,
+            deadline: float | None = None,
+        ) -> Evaluation:
             BrokenOnThirdCall.calls += 1
             if BrokenOnThirdCall.calls == 3:
                 raise KeyError("grader bug")
-            return await super().evaluate(task, execution, iteration)
+            return await super().evaluate(task, execution, iteration, deadline=deadline)
 
     store = Store.open(f"sqlite:///{tmp_path / 'defect.db'}")
     with Tracker(store, spill_dir=tmp_path) as tracker:

@@ -8,14 +8,17 @@ from typing import Any
 import pytest
 
 from agent_agency.agents.base import Backend, BackendError
+from agent_agency.agents.scripted import ScriptedBackend
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.caws.judges import Judge, JudgeReplyError, parse_verdict
 from agent_agency.config import EvaluationSettings
 from agent_agency.records import (
+    AgentSpec,
     Completion,
     Execution,
     GraderSpec,
     Iteration,
+    JudgeVerdict,
     Message,
     Task,
     ToolSpec,
@@ -112,9 +115,32 @@ def test_backend_failure_is_recorded_not_raised() -> None:
     assert verdict.error is not None and "connection refused" in verdict.error
 
 
+def hung_backend() -> ScriptedBackend:
+    """A judge's backend that never replies."""
+    return ScriptedBackend(AgentSpec(name="judge", backend="scripted"), [TASK], hang=True)
+
+
+def test_judge_call_is_bounded_by_its_own_timeout() -> None:
+    judge = Judge("formality", hung_backend(), "Is it formal?", timeout_s=0.01)
+    verdict = asyncio.run(judge.judge(TASK, "Dear all"))
+    assert verdict.score is None and verdict.error == "no reply within 0.01 s"
+
+
+def test_judge_call_ends_at_the_deadline_when_that_comes_first() -> None:
+    judge = Judge("formality", hung_backend(), "Is it formal?", timeout_s=30)
+
+    async def main() -> JudgeVerdict:
+        return await judge.judge(TASK, "Dear all", deadline=asyncio.get_running_loop().time())
+
+    verdict = asyncio.run(main())
+    assert verdict.error == "no reply within the time left to the task"
+
+
 def test_judge_rejects_bad_construction() -> None:
     with pytest.raises(ValueError, match="criteria"):
         Judge("j", ReplayBackend([]), "  ")
+    with pytest.raises(ValueError, match="timeout_s"):
+        Judge("j", ReplayBackend([]), "formal?", timeout_s=0)
 
 
 def test_evaluator_records_judges_and_agreement_with_the_grader() -> None:
@@ -131,6 +157,17 @@ def test_evaluator_records_judges_and_agreement_with_the_grader() -> None:
     assert by_name["strict"].agrees_with_grader is True
     assert by_name["lenient"].agrees_with_grader is False
     assert not evaluation.passed_all_mandatory
+
+
+def test_a_timed_out_judge_fails_to_grade_and_the_gates_still_decide() -> None:
+    judges = [Judge("tone", hung_backend(), "formal?", timeout_s=0.01)]
+    iteration = Iteration(number=1, output="Dear all, the meeting moved.")
+    execution = Execution(task_id="t", task_type=TASK.type, agent="a", iterations=[iteration])
+    evaluation = asyncio.run(
+        Evaluator(EvaluationSettings(), judges).evaluate(TASK, execution, iteration)
+    )
+    assert [verdict.error for verdict in evaluation.judges] == ["no reply within 0.01 s"]
+    assert evaluation.gates and evaluation.passed_all_mandatory
 
 
 def test_judge_agreement_counts_only_verdicts_where_a_grader_ran() -> None:

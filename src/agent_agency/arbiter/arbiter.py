@@ -4,7 +4,9 @@
 at once. Concurrency is bounded three ways: `k` workers pull tasks lazily from the input (so a
 million-task iterator never sits in memory: backpressure), each agent admits at most its
 `max_concurrency` calls, and every model call and every task has a time limit. A backend error,
-a timeout or an open circuit breaker makes the router pick the next best candidate (fallback).
+a timeout or an open circuit breaker makes the router pick the next best candidate (fallback). A
+task that runs out of time during a model call charges that agent as its own time-out would, but
+leaves no time for a fallback.
 """
 
 from __future__ import annotations
@@ -50,7 +52,11 @@ class AgentUnavailable(RuntimeError):
 
 @dataclass
 class TaskOutcome:
-    """Everything the arbiter produced for one task, in the order it happened."""
+    """Everything the arbiter produced for one task, in the order it happened.
+
+    `interrupted_agent` names the agent whose model call was still running when the task was
+    cut off (time-out or cancellation); None when it ended anywhere else.
+    """
 
     task: Task
     decisions: list[RoutingDecision] = field(default_factory=list)
@@ -59,6 +65,7 @@ class TaskOutcome:
     data_point: DataPoint | None = None
     error: str | None = None
     spans: list[Span] = field(default_factory=list)
+    interrupted_agent: str | None = None
 
     @property
     def trace(self) -> Span:
@@ -112,10 +119,18 @@ class Arbiter:
     async def execute(self, task: Task) -> TaskOutcome:
         outcome = TaskOutcome(task=task, spans=[task_span(new_id(), task, utcnow())])
         try:
-            async with asyncio.timeout(self.config.run.task_timeout_s):
-                await self._route_and_run(task, outcome)
+            async with asyncio.timeout(self.config.run.task_timeout_s) as budget:
+                await self._route_and_run(task, outcome, budget)
         except TimeoutError:
-            self._fail_last(outcome, f"task time-out after {self.config.run.task_timeout_s} s")
+            reason = f"task time-out after {self.config.run.task_timeout_s} s"
+            agent = outcome.interrupted_agent
+            if agent is not None:
+                reason += f" during a call to {agent}"
+                # The call used up the task's budget, so no fallback can run, but the agent is
+                # charged as for its own time-out: otherwise one whose `timeout_s` is not below
+                # the task's never trips its breaker and keeps being picked.
+                self._charge_failure(agent, task, outcome)
+            self._fail_last(outcome, reason)
         except asyncio.CancelledError:
             self._fail_last(outcome, "cancelled")
             self._record_outcome(outcome)
@@ -126,7 +141,9 @@ class Arbiter:
         self._record_outcome(outcome)
         return outcome
 
-    async def _route_and_run(self, task: Task, outcome: TaskOutcome) -> None:
+    async def _route_and_run(
+        self, task: Task, outcome: TaskOutcome, budget: asyncio.Timeout
+    ) -> None:
         tried: list[str] = []
         while True:
             try:
@@ -148,14 +165,11 @@ class Arbiter:
             )
             outcome.executions.append(execution)
             try:
-                await self._run_agent(task, self.agents[agent], execution, outcome)
+                await self._run_agent(task, self.agents[agent], execution, outcome, budget)
             except AgentUnavailable as error:
                 execution.failure_reason = str(error)
                 execution.finished_at = utcnow()
-                self.router.report_call(agent, ok=False)
-                graded = outcome.evaluation  # an earlier iteration may have been graded
-                quality = graded.overall_score if graded is not None else 0.0
-                self.router.update(agent, task, success=False, quality=quality)
+                self._charge_failure(agent, task, outcome)
                 tried.append(agent)
                 if self.config.routing.fallback:
                     continue
@@ -166,8 +180,20 @@ class Arbiter:
             self.router.update(agent, task, success=execution.success, quality=quality)
             return
 
+    def _charge_failure(self, agent: str, task: Task, outcome: TaskOutcome) -> None:
+        """An error or time-out of `agent`'s call: its breaker and its bandit arm learn of it."""
+        self.router.report_call(agent, ok=False)
+        graded = outcome.evaluation  # an earlier iteration may have been graded
+        quality = graded.overall_score if graded is not None else 0.0
+        self.router.update(agent, task, success=False, quality=quality)
+
     async def _run_agent(
-        self, task: Task, spec: AgentSpec, execution: Execution, outcome: TaskOutcome
+        self,
+        task: Task,
+        spec: AgentSpec,
+        execution: Execution,
+        outcome: TaskOutcome,
+        budget: asyncio.Timeout,
     ) -> None:
         backend = self.backends[spec.key]
         messages = build_messages(spec, task)
@@ -179,7 +205,7 @@ class Arbiter:
                     iteration = await self._attempt(task, spec, backend, messages, number, outcome)
                     execution.iterations.append(iteration)
                     started = utcnow()
-                    evaluation = await self.evaluator.evaluate(task, execution, iteration)
+                    evaluation = await self._evaluate(task, execution, iteration, budget)
                     outcome.evaluations.append(evaluation)
                     outcome.spans.append(reward_span(outcome.trace, evaluation, started, utcnow()))
                     iteration.quality_score = evaluation.overall_score
@@ -189,7 +215,9 @@ class Arbiter:
                     )
                     execution.final_output = iteration.output
                     execution.success = passed
-                    if passed or number == settings.max_iterations:
+                    # Judges may have used up the task's time: then no retry could run.
+                    last = number == settings.max_iterations or _spent(budget)
+                    if passed or last:
                         iteration.outcome = "success" if passed else "failure"
                         if not passed:
                             execution.failure_reason = evaluation.feedback or "quality gates failed"
@@ -204,6 +232,19 @@ class Arbiter:
             finally:
                 self.in_flight[spec.key] -= 1
                 execution.finished_at = utcnow()
+
+    async def _evaluate(
+        self, task: Task, execution: Execution, iteration: Iteration, budget: asyncio.Timeout
+    ) -> Evaluation:
+        """Grading held to the task's deadline by the evaluator, which then records a judge cut
+        off there as failed to grade; the task's own time-out, firing at the same moment, would
+        cancel the evaluation and lose the answer with it."""
+        deadline = budget.when()
+        budget.reschedule(None)
+        try:
+            return await self.evaluator.evaluate(task, execution, iteration, deadline=deadline)
+        finally:
+            budget.reschedule(deadline)
 
     async def _attempt(
         self,
@@ -228,6 +269,9 @@ class Arbiter:
                 raise AgentUnavailable(f"{spec.key} timed out after {spec.timeout_s} s") from None
             except BackendError as error:
                 raise AgentUnavailable(f"{spec.key} failed: {error}") from None
+            except asyncio.CancelledError:
+                outcome.interrupted_agent = spec.key
+                raise
             outcome.spans.append(
                 model_call_span(outcome.trace, spec, completion, call_started, utcnow())
             )
@@ -325,6 +369,11 @@ class Arbiter:
             for _ in range(limit):
                 group.create_task(worker())
         return [results[index] for index in sorted(results)]
+
+
+def _spent(budget: asyncio.Timeout) -> bool:
+    deadline = budget.when()
+    return deadline is not None and asyncio.get_running_loop().time() >= deadline
 
 
 def _use_tool(call: ToolCall) -> ToolUse:

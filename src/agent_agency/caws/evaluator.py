@@ -46,11 +46,22 @@ class Evaluator:
         self.settings = settings
         self.judges = list(judges)
 
-    async def evaluate(self, task: Task, execution: Execution, iteration: Iteration) -> Evaluation:
-        gates, feedback, code, grade_result, diff = await asyncio.to_thread(
-            self._run_gates, task, execution, iteration
-        )
-        verdicts = await self._run_judges(task, iteration, grade_result)
+    async def evaluate(
+        self,
+        task: Task,
+        execution: Execution,
+        iteration: Iteration,
+        *,
+        deadline: float | None = None,
+    ) -> Evaluation:
+        """The evaluation of `iteration`. Grading ends by `deadline` (event-loop time, as for
+        `asyncio.timeout_at`): gates still running then raise `TimeoutError`; a judge still
+        running is recorded as failed to grade and the rest of the evaluation stands."""
+        async with asyncio.timeout_at(deadline):
+            gates, feedback, code, grade_result, diff = await asyncio.to_thread(
+                self._run_gates, task, execution, iteration
+            )
+        verdicts = await self._run_judges(task, iteration, grade_result, deadline)
         rubric, applicable = rubric_scores(
             task, iteration, gates, code=code, minimal_diff=diff, judges=verdicts
         )
@@ -99,12 +110,21 @@ class Evaluator:
         return results, feedback, code, grade_result, diff
 
     async def _run_judges(
-        self, task: Task, iteration: Iteration, grade_result: GradeResult | None
+        self,
+        task: Task,
+        iteration: Iteration,
+        grade_result: GradeResult | None,
+        deadline: float | None,
     ) -> list[JudgeVerdict]:
         judges = [judge for judge in self.judges if judge.applies_to(task)]
         if not judges:
             return []
         passed = grade_result.passed if grade_result is not None else None
         return list(
-            await asyncio.gather(*(judge.judge(task, iteration.output, passed) for judge in judges))
+            await asyncio.gather(
+                *(
+                    judge.judge(task, iteration.output, passed, deadline=deadline)
+                    for judge in judges
+                )
+            )
         )

@@ -3,11 +3,13 @@
 The judge asks for `{"score": 0..1, "rationale": "..."}`. Models wrap JSON in fences or prose and
 sometimes score out of 10 or 100, so the reply is parsed leniently; when it still cannot be read,
 the judge asks once more with a corrective message and, failing that, records a verdict whose
-`error` says why. A judge never raises for a bad reply or a backend failure.
+`error` says why. A judge never raises for a bad reply, a backend failure or a call that runs out
+of time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Collection, Iterable
 
@@ -84,7 +86,8 @@ def parse_verdict(text: str) -> tuple[float, str]:
 
 class Judge:
     """Grades an answer on `criteria` with `backend`, retrying a malformed reply `max_retries`
-    times."""
+    times; each call to `backend` may take at most `timeout_s` seconds (None: no limit of its
+    own, only the caller's deadline)."""
 
     def __init__(
         self,
@@ -93,6 +96,8 @@ class Judge:
         criteria: str,
         max_retries: int = 1,
         task_types: Collection[str] = (),
+        *,
+        timeout_s: float | None = None,
     ) -> None:
         if not name:
             raise ValueError("name: a judge needs a non-empty name")
@@ -100,11 +105,14 @@ class Judge:
             raise ValueError(f"criteria: judge {name!r} needs grading criteria")
         if max_retries < 0:
             raise ValueError(f"max_retries: must be >= 0, got {max_retries}")
+        if timeout_s is not None and timeout_s <= 0:
+            raise ValueError(f"timeout_s: must be > 0, got {timeout_s}")
         self.name = name
         self.backend = backend
         self.criteria = criteria
         self.max_retries = max_retries
         self.task_types = frozenset(task_types)
+        self.timeout_s = timeout_s
 
     def applies_to(self, task: Task) -> bool:
         return not self.task_types or task.type in self.task_types
@@ -122,14 +130,27 @@ class Judge:
         ]
 
     async def judge(
-        self, task: Task, answer: str, grader_passed: bool | None = None
+        self,
+        task: Task,
+        answer: str,
+        grader_passed: bool | None = None,
+        *,
+        deadline: float | None = None,
     ) -> JudgeVerdict:
-        """The verdict; `agrees_with_grader` is set when a verifiable grader also ran."""
+        """The verdict; `agrees_with_grader` is set when a verifiable grader also ran. No call
+        runs past `deadline` (event-loop time, as for `asyncio.timeout_at`)."""
+        loop = asyncio.get_running_loop()
         messages = self.prompt(task, answer)
         problem = ""
         for _attempt in range(self.max_retries + 1):
+            own = None if self.timeout_s is None else loop.time() + self.timeout_s
+            ends = min((end for end in (own, deadline) if end is not None), default=None)
             try:
-                completion = await self.backend.complete(messages, temperature=0.0)
+                async with asyncio.timeout_at(ends):
+                    completion = await self.backend.complete(messages, temperature=0.0)
+            except TimeoutError:
+                limit = f"{self.timeout_s} s" if ends == own else "the time left to the task"
+                return JudgeVerdict(judge=self.name, error=f"no reply within {limit}")
             except BackendError as error:
                 return JudgeVerdict(judge=self.name, error=f"backend failed: {error}")
             try:
