@@ -171,6 +171,18 @@ def test_open_breaker_excludes_agent_and_half_open_lets_one_probe() -> None:
     assert router.decide(task()).selected_agent == "a@1"
 
 
+def test_tasks_refused_for_the_same_cause_share_one_reason() -> None:
+    routing = settings(RoutingStrategy.FALLBACK, breaker={"failure_threshold": 1, "cooldown_s": 30})
+    router = Router(routing, agents("a"), clock=FakeClock())
+    router.report_call("a@1", ok=False)
+    reasons = set()
+    for task_id in ("t1", "t2"):
+        with pytest.raises(NoAgentAvailable) as refused:
+            router.decide(task(task_id=task_id))
+        reasons.add(str(refused.value))
+    assert reasons == {"no agent available (excluded: none; circuit open: a@1)"}
+
+
 def test_warm_start_restores_evidence_and_explains_it() -> None:
     router = Router(settings(RoutingStrategy.UCB1, quality_weight=0.0), agents("a", "b"))
     restored = router.warm_start(

@@ -310,8 +310,9 @@ class Router:
         if blocked:
             eligible[[self._index[key] for key in blocked]] = False
         if not eligible.any():
+            # no task id: the reason is the task's own, and alike for alike tasks (they group)
             raise NoAgentAvailable(
-                f"task {view.task_id}: no agent available "
+                "no agent available "
                 f"(excluded: {_names(list(exclude)) or 'none'}; "
                 f"circuit open: {_names(blocked) or 'none'})"
             )
