@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
@@ -21,6 +23,7 @@ from agent_agency.pool.schema import spans
 from agent_agency.pool.store import Store
 from agent_agency.records import (
     AgentSpec,
+    Completion,
     Evaluation,
     Execution,
     Iteration,
@@ -242,24 +245,48 @@ def test_a_judge_is_cut_off_where_the_task_runs_out_of_time(tasks: list[Task]) -
     assert router.learned == [("wrong@1", False)]
 
 
+class ConcurrencyProbe(ScriptedBackend):
+    """A scripted backend that remembers the most calls it ever had running at once."""
+
+    running = 0
+    peak = 0
+
+    async def complete(self, *args: Any, **kwargs: Any) -> Completion:
+        self.running += 1
+        self.peak = max(self.peak, self.running)
+        try:
+            return await super().complete(*args, **kwargs)
+        finally:
+            self.running -= 1
+
+
 def test_per_agent_concurrency_limit_holds(tasks: list[Task]) -> None:
     config = scripted_config(
         agents=[{"name": "solo", "backend": "scripted", "max_concurrency": 2, "skills": {"*": 1.0}}]
     )
-    slow = ScriptedBackend(config.agent("solo"), tasks, latency_ms=20)
-    arbiter = arbiter_for(config, tasks, backends={"solo@1": slow})
-    peak = 0
+    probe = ConcurrencyProbe(config.agent("solo"), tasks, latency_ms=20)
+    arbiter = arbiter_for(config, tasks, backends={"solo@1": probe})
+    asyncio.run(arbiter.run(tasks[:12], concurrency=6))
+    assert probe.peak == 2
+    assert arbiter.in_flight["solo@1"] == 0
 
-    async def main() -> None:
-        nonlocal peak
-        runner = asyncio.create_task(arbiter.run(tasks[:12], concurrency=6))
-        while not runner.done():
-            peak = max(peak, arbiter.in_flight["solo@1"])
-            await asyncio.sleep(0.002)
-        await runner
 
-    asyncio.run(main())
-    assert peak == 2
+def test_tasks_waiting_for_an_agents_slot_count_as_its_load(tasks: list[Task]) -> None:
+    """Eight tasks at once on two one-slot agents: each agent is assigned four. Were the tasks
+    queued behind a busy agent not its load, both would look equally busy (one call each) and
+    the bandit alone would pick among them."""
+    agents = [
+        {"name": name, "backend": "scripted", "max_concurrency": 1, "skills": {"*": 1.0}}
+        for name in ("left", "right")
+    ]
+    config = scripted_config(agents=agents)
+    slow = {spec.key: ScriptedBackend(spec, tasks, latency_ms=20) for spec in config.team()}
+    arbiter = arbiter_for(config, tasks, backends=dict(slow))
+    outcomes = asyncio.run(arbiter.run(tasks[:8], concurrency=8))
+    assigned = Counter(outcome.execution.agent for outcome in outcomes)
+    assert assigned == {"left@1": 4, "right@1": 4}
+    factors = [factor for outcome in outcomes for factor in outcome.decisions[0].secondary_factors]
+    assert "High load (3 tasks on 1 slot)" in factors
 
 
 def test_cancellation_records_cancelled_executions(tasks: list[Task], tmp_path: Path) -> None:

@@ -198,9 +198,11 @@ class Arbiter:
         backend = self.backends[spec.key]
         messages = build_messages(spec, task)
         settings = self.config.evaluation
-        async with self._slots[spec.key]:
-            self.in_flight[spec.key] += 1
-            try:
+        # Load counts from assignment: a task waiting for one of the agent's slots is its load
+        # too, or the router would keep queueing tasks behind a busy agent while others idle.
+        self.in_flight[spec.key] += 1
+        try:
+            async with self._slots[spec.key]:
                 for number in range(1, settings.max_iterations + 1):
                     iteration = await self._attempt(task, spec, backend, messages, number, outcome)
                     execution.iterations.append(iteration)
@@ -229,9 +231,9 @@ class Arbiter:
                         Message(role="assistant", content=iteration.output),
                         Message(role="user", content=iteration.feedback),
                     ]
-            finally:
-                self.in_flight[spec.key] -= 1
-                execution.finished_at = utcnow()
+        finally:
+            self.in_flight[spec.key] -= 1
+            execution.finished_at = utcnow()
 
     async def _evaluate(
         self, task: Task, execution: Execution, iteration: Iteration, budget: asyncio.Timeout

@@ -107,6 +107,10 @@ def _names(keys: Sequence[str]) -> str:
     return f"{shown} and {more} more" if more > 0 else shown
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
 class Router:
     def __init__(
         self,
@@ -343,7 +347,8 @@ class Router:
             factors.insert(0, f"Fallback: {fallback_of} failed; next best candidate")
         in_use = int(load[chosen])
         slots = int(self._max_concurrency[chosen])
-        factors.append(f"{'Low' if in_use * 2 < slots else 'High'} load ({in_use}/{slots} slots)")
+        level = "Low" if in_use * 2 < slots else "High"
+        factors.append(f"{level} load ({_count(in_use, 'task')} on {_count(slots, 'slot')})")
         if self._prior[chosen, t, N] > 0:
             factors.append(f"Prior from parent version worth {self._prior[chosen, t, N]:.0f} tasks")
         # Validating plain dicts in one pass is ~3x cheaper than building 100 CandidateScores.
