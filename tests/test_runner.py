@@ -109,7 +109,7 @@ def test_task_files_run_beside_the_named_builtin_suites_only(tmp_path: Path) -> 
     assert suites_run({"suites": ["arithmetic"]}) == {"custom": 1, "arithmetic": 16}
 
 
-def test_a_judge_calls_its_agent_within_that_agent_s_time_out(tmp_path: Path) -> None:
+def test_a_judge_calls_its_agent_within_that_agent_s_time_out_and_slots(tmp_path: Path) -> None:
     config = parse_config(
         {
             "agents": [agent("solver"), {**agent("grader"), "timeout_s": 7.5}],
@@ -122,3 +122,4 @@ def test_a_judge_calls_its_agent_within_that_agent_s_time_out(tmp_path: Path) ->
         arbiter = build_arbiter(config, tasks, store, Tracker(store, spill_dir=tmp_path))
         [judge] = arbiter.evaluator.judges
     assert judge.timeout_s == 7.5
+    assert judge.admission is arbiter.slots["grader@1"]  # its grading counts against its limit

@@ -217,7 +217,9 @@ class AgentSpec(Record):
         "system prompt and parses calls from the text (the local backend always uses 'prompt')",
     )
     capabilities: list[str] = Field(default_factory=list)
-    max_concurrency: int = Field(default=4, gt=0)
+    max_concurrency: int = Field(
+        default=4, gt=0, description="model calls at once, its calls as a judge included"
+    )
     timeout_s: float = Field(default=60.0, gt=0)
     skills: dict[str, float] = Field(
         default_factory=dict,

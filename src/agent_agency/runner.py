@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_agency.agents.registry import build_backend
-from agent_agency.arbiter.arbiter import Arbiter, TaskOutcome
+from agent_agency.arbiter.arbiter import Arbiter, TaskOutcome, agent_slots
 from agent_agency.arbiter.router import Router
 from agent_agency.caws.audit import AuditLog
 from agent_agency.caws.evaluator import Evaluator
@@ -116,9 +116,11 @@ def build_arbiter(
     """The arbiter for `config`, its router warm-started from the pool's aggregates."""
     backends = {spec.key: build_backend(spec, tasks=tasks) for spec in config.team()}
     router = build_router(config, store)
+    judge_specs = [config.agent(judge.agent) for judge in config.evaluation.judges]
+    # one admission per agent, shared by its tasks' calls and its grading calls
+    slots = agent_slots({spec.key: spec for spec in [*config.team(), *judge_specs]}.values())
     judges = []
-    for judge in config.evaluation.judges:
-        spec = config.agent(judge.agent)
+    for judge, spec in zip(config.evaluation.judges, judge_specs, strict=True):
         backend = backends.get(spec.key) or build_backend(spec, tasks=tasks)
         judges.append(
             Judge(
@@ -128,10 +130,18 @@ def build_arbiter(
                 judge.max_retries,
                 judge.task_types,
                 timeout_s=spec.timeout_s,  # the judge's agent's own limit per call
+                admission=slots[spec.key],
             )
         )
     evaluator = Evaluator(config.evaluation, judges)
-    return Arbiter(config, backends=backends, router=router, evaluator=evaluator, tracker=tracker)
+    return Arbiter(
+        config,
+        backends=backends,
+        router=router,
+        evaluator=evaluator,
+        tracker=tracker,
+        slots=slots,
+    )
 
 
 async def execute_run(

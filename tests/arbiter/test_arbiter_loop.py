@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 
 from agent_agency.agents.base import Backend, BackendError
 from agent_agency.agents.scripted import ScriptedBackend
-from agent_agency.arbiter.arbiter import Arbiter
+from agent_agency.arbiter.arbiter import Arbiter, agent_slots
 from agent_agency.arbiter.breaker import BreakerState
 from agent_agency.arbiter.router import Router
 from agent_agency.caws.evaluator import Evaluator
@@ -287,6 +287,44 @@ def test_tasks_waiting_for_an_agents_slot_count_as_its_load(tasks: list[Task]) -
     assert assigned == {"left@1": 4, "right@1": 4}
     factors = [factor for outcome in outcomes for factor in outcome.decisions[0].secondary_factors]
     assert "High load (3 tasks on 1 slot)" in factors
+
+
+def test_grading_calls_share_the_judge_agents_slots(tasks: list[Task]) -> None:
+    """The agent grades its own answers with one slot: its task calls and its judge calls never
+    overlap, and a task grading in the slot-free part of its run blocks no other."""
+    config = scripted_config(
+        agents=[{"name": "solo", "backend": "scripted", "max_concurrency": 1, "skills": {"*": 1.0}}]
+    )
+    spec = config.agent("solo")
+    probe = ConcurrencyProbe(spec, tasks, latency_ms=5)
+    slots = agent_slots(config.team())
+    judge = Judge("tone", probe, "Polite?", admission=slots[spec.key])
+    arbiter = Arbiter(
+        config,
+        backends={spec.key: probe},
+        router=Router(config.routing, config.team()),
+        evaluator=Evaluator(config.evaluation, [judge]),
+        slots=slots,
+    )
+    outcomes = asyncio.run(arbiter.run(tasks[:6], concurrency=3))
+    assert probe.peak == 1
+    for outcome in outcomes:
+        evaluation = outcome.evaluation
+        assert evaluation is not None and [v.judge for v in evaluation.judges] == ["tone"]
+
+
+def test_waiting_for_an_agents_slot_is_not_its_latency(tasks: list[Task]) -> None:
+    config = scripted_config(
+        agents=[{"name": "solo", "backend": "scripted", "max_concurrency": 1, "skills": {"*": 1.0}}]
+    )
+    arithmetic = [task for task in tasks if task.type == "arithmetic"][:6]
+    slow = ScriptedBackend(config.agent("solo"), tasks, latency_ms=100)
+    arbiter = arbiter_for(config, tasks, backends={"solo@1": slow})
+    outcomes = asyncio.run(arbiter.run(arithmetic, concurrency=6))
+    latencies = [i.latency_ms for outcome in outcomes for i in outcome.execution.iterations]
+    assert len(latencies) == 6
+    # one 100 ms call each; the last task waited ~500 ms for the slot before its call
+    assert max(latencies) < 350, latencies
 
 
 def test_cancellation_records_cancelled_executions(tasks: list[Task], tmp_path: Path) -> None:

@@ -136,6 +136,35 @@ def test_judge_call_ends_at_the_deadline_when_that_comes_first() -> None:
     assert verdict.error == "no reply within the time left to the task"
 
 
+def test_judge_waits_for_its_agents_slot_and_the_wait_is_not_its_own_time_limit() -> None:
+    backend = ReplayBackend(['{"score": 0.9, "rationale": "formal"}'])
+    slot = asyncio.Semaphore(1)
+    judge = Judge("formality", backend, "Is it formal?", timeout_s=0.05, admission=slot)
+
+    async def main() -> JudgeVerdict:
+        async with slot:  # the agent's one slot, held by a task's call
+            grading = asyncio.create_task(judge.judge(TASK, "Dear all"))
+            await asyncio.sleep(0.2)  # four times the judge's own limit
+            assert not grading.done() and backend.received == []
+        return await grading
+
+    verdict = asyncio.run(main())
+    assert verdict.error is None and verdict.score == 0.9
+
+
+def test_judge_waiting_for_a_slot_stops_at_the_deadline() -> None:
+    backend = ReplayBackend([])
+    judge = Judge("formality", backend, "Is it formal?", admission=asyncio.Semaphore(0))
+
+    async def main() -> JudgeVerdict:
+        deadline = asyncio.get_running_loop().time() + 0.05
+        return await judge.judge(TASK, "Dear all", deadline=deadline)
+
+    verdict = asyncio.run(main())
+    assert verdict.error == "no reply within the time left to the task"
+    assert backend.received == []
+
+
 def test_judge_rejects_bad_construction() -> None:
     with pytest.raises(ValueError, match="criteria"):
         Judge("j", ReplayBackend([]), "  ")

@@ -3,7 +3,8 @@
 `Arbiter.execute(task)` handles one task end to end; `Arbiter.run(tasks, concurrency=k)` runs many
 at once. Concurrency is bounded three ways: `k` workers pull tasks lazily from the input (so a
 million-task iterator never sits in memory: backpressure), each agent admits at most its
-`max_concurrency` calls, and every model call and every task has a time limit. A backend error,
+`max_concurrency` model calls at once (`agent_slots`; model judges using the agent share them),
+and every model call and every task has a time limit. A backend error,
 a timeout or an open circuit breaker makes the router pick the next best candidate (fallback). A
 task that runs out of time during a model call charges that agent as its own time-out would, but
 leaves no time for a fallback.
@@ -26,6 +27,7 @@ from agent_agency.config import AgencyConfig
 from agent_agency.pool.assemble import build_data_point
 from agent_agency.records import (
     AgentSpec,
+    Completion,
     DataPoint,
     Evaluation,
     Execution,
@@ -35,6 +37,7 @@ from agent_agency.records import (
     Span,
     Task,
     ToolCall,
+    ToolSpec,
     ToolUse,
     new_id,
     utcnow,
@@ -44,6 +47,13 @@ from agent_agency.tracking.spans import model_call_span, reward_span, task_span,
 from agent_agency.tracking.tracker import Tracker
 
 log = logging.getLogger(__name__)
+
+
+def agent_slots(specs: Iterable[AgentSpec]) -> dict[str, asyncio.Semaphore]:
+    """One semaphore per agent, admitting its `max_concurrency` model calls at once. Pass the
+    same ones to the `Arbiter` and to the judges that use these agents (`Judge(admission=...)`),
+    so grading calls count against the limit too."""
+    return {spec.key: asyncio.Semaphore(spec.max_concurrency) for spec in specs}
 
 
 class AgentUnavailable(RuntimeError):
@@ -98,7 +108,10 @@ class Arbiter:
         evaluator: Evaluator,
         tracker: Tracker | None = None,
         tenant_id: str = "default",
+        slots: Mapping[str, asyncio.Semaphore] | None = None,
     ) -> None:
+        """`slots`: the agents' call admissions (`agent_slots`), when judges share them; an
+        agent without one gets its own."""
         self.config = config
         self.agents: dict[str, AgentSpec] = {spec.key: spec for spec in config.team()}
         missing = sorted(set(self.agents) - set(backends))
@@ -110,9 +123,7 @@ class Arbiter:
         self.tracker = tracker
         self.tenant_id = tenant_id
         self.in_flight: Counter[str] = Counter()
-        self._slots = {
-            key: asyncio.Semaphore(spec.max_concurrency) for key, spec in self.agents.items()
-        }
+        self.slots = {**agent_slots(self.agents.values()), **(slots or {})}
 
     # -- one task ------------------------------------------------------------------------------
 
@@ -198,39 +209,39 @@ class Arbiter:
         backend = self.backends[spec.key]
         messages = build_messages(spec, task)
         settings = self.config.evaluation
-        # Load counts from assignment: a task waiting for one of the agent's slots is its load
-        # too, or the router would keep queueing tasks behind a busy agent while others idle.
+        # Load counts from assignment to the end of grading: a task waiting for one of the
+        # agent's slots is its load too, or the router would keep queueing tasks behind a busy
+        # agent while others idle.
         self.in_flight[spec.key] += 1
         try:
-            async with self._slots[spec.key]:
-                for number in range(1, settings.max_iterations + 1):
-                    iteration = await self._attempt(task, spec, backend, messages, number, outcome)
-                    execution.iterations.append(iteration)
-                    started = utcnow()
-                    evaluation = await self._evaluate(task, execution, iteration, budget)
-                    outcome.evaluations.append(evaluation)
-                    outcome.spans.append(reward_span(outcome.trace, evaluation, started, utcnow()))
-                    iteration.quality_score = evaluation.overall_score
-                    passed = (
-                        evaluation.passed_all_mandatory
-                        and evaluation.overall_score >= settings.pass_threshold
-                    )
-                    execution.final_output = iteration.output
-                    execution.success = passed
-                    # Judges may have used up the task's time: then no retry could run.
-                    last = number == settings.max_iterations or _spent(budget)
-                    if passed or last:
-                        iteration.outcome = "success" if passed else "failure"
-                        if not passed:
-                            execution.failure_reason = evaluation.feedback or "quality gates failed"
-                        break
-                    iteration.outcome = "retry"
-                    iteration.feedback = evaluation.feedback or "The answer was not accepted."
-                    messages = [
-                        *iteration.messages,
-                        Message(role="assistant", content=iteration.output),
-                        Message(role="user", content=iteration.feedback),
-                    ]
+            for number in range(1, settings.max_iterations + 1):
+                iteration = await self._attempt(task, spec, backend, messages, number, outcome)
+                execution.iterations.append(iteration)
+                started = utcnow()
+                evaluation = await self._evaluate(task, execution, iteration, budget)
+                outcome.evaluations.append(evaluation)
+                outcome.spans.append(reward_span(outcome.trace, evaluation, started, utcnow()))
+                iteration.quality_score = evaluation.overall_score
+                passed = (
+                    evaluation.passed_all_mandatory
+                    and evaluation.overall_score >= settings.pass_threshold
+                )
+                execution.final_output = iteration.output
+                execution.success = passed
+                # Judges may have used up the task's time: then no retry could run.
+                last = number == settings.max_iterations or _spent(budget)
+                if passed or last:
+                    iteration.outcome = "success" if passed else "failure"
+                    if not passed:
+                        execution.failure_reason = evaluation.feedback or "quality gates failed"
+                    break
+                iteration.outcome = "retry"
+                iteration.feedback = evaluation.feedback or "The answer was not accepted."
+                messages = [
+                    *iteration.messages,
+                    Message(role="assistant", content=iteration.output),
+                    Message(role="user", content=iteration.feedback),
+                ]
         finally:
             self.in_flight[spec.key] -= 1
             execution.finished_at = utcnow()
@@ -262,18 +273,13 @@ class Arbiter:
         tools = task.tools if spec.tools_enabled else []
         conversation = list(messages)
         started = time.perf_counter()
+        waited = 0.0  # for the agent's slots: not the agent's latency
         for _ in range(self.config.run.max_tool_turns + 1):
-            call_started = utcnow()
-            try:
-                async with asyncio.timeout(spec.timeout_s):
-                    completion = await backend.complete(conversation, tools or None)
-            except TimeoutError:
-                raise AgentUnavailable(f"{spec.key} timed out after {spec.timeout_s} s") from None
-            except BackendError as error:
-                raise AgentUnavailable(f"{spec.key} failed: {error}") from None
-            except asyncio.CancelledError:
-                outcome.interrupted_agent = spec.key
-                raise
+            queued = time.perf_counter()
+            async with self.slots[spec.key]:
+                waited += time.perf_counter() - queued
+                call_started = utcnow()
+                completion = await self._call(spec, backend, conversation, tools, outcome)
             outcome.spans.append(
                 model_call_span(outcome.trace, spec, completion, call_started, utcnow())
             )
@@ -299,8 +305,30 @@ class Arbiter:
                         content=use.result if use.error is None else f"error: {use.error}",
                     )
                 )
-        iteration.latency_ms = (time.perf_counter() - started) * 1000.0
+        iteration.latency_ms = (time.perf_counter() - started - waited) * 1000.0
         return iteration
+
+    async def _call(
+        self,
+        spec: AgentSpec,
+        backend: Backend,
+        conversation: list[Message],
+        tools: list[ToolSpec],
+        outcome: TaskOutcome,
+    ) -> Completion:
+        """One model call, in one of the agent's slots (held by the caller: a slot per call, so
+        grading and tool calls hold none, and a task cut off while it waits for one charges no
+        agent), within the agent's `timeout_s`."""
+        try:
+            async with asyncio.timeout(spec.timeout_s):
+                return await backend.complete(conversation, tools or None)
+        except TimeoutError:
+            raise AgentUnavailable(f"{spec.key} timed out after {spec.timeout_s} s") from None
+        except BackendError as error:
+            raise AgentUnavailable(f"{spec.key} failed: {error}") from None
+        except asyncio.CancelledError:
+            outcome.interrupted_agent = spec.key
+            raise
 
     # -- recording -----------------------------------------------------------------------------
 

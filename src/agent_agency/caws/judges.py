@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Collection, Iterable
+from contextlib import nullcontext
 
 from pydantic import BaseModel
 
@@ -87,7 +88,9 @@ def parse_verdict(text: str) -> tuple[float, str]:
 class Judge:
     """Grades an answer on `criteria` with `backend`, retrying a malformed reply `max_retries`
     times; each call to `backend` may take at most `timeout_s` seconds (None: no limit of its
-    own, only the caller's deadline)."""
+    own, only the caller's deadline). With `admission` (the agent's slots from
+    `arbiter.agent_slots`), each call waits for one of them, so the agent's `max_concurrency`
+    holds for its grading calls too; the wait counts against the deadline, not `timeout_s`."""
 
     def __init__(
         self,
@@ -98,6 +101,7 @@ class Judge:
         task_types: Collection[str] = (),
         *,
         timeout_s: float | None = None,
+        admission: asyncio.Semaphore | None = None,
     ) -> None:
         if not name:
             raise ValueError("name: a judge needs a non-empty name")
@@ -113,6 +117,7 @@ class Judge:
         self.max_retries = max_retries
         self.task_types = frozenset(task_types)
         self.timeout_s = timeout_s
+        self.admission = admission
 
     def applies_to(self, task: Task) -> bool:
         return not self.task_types or task.type in self.task_types
@@ -143,13 +148,16 @@ class Judge:
         messages = self.prompt(task, answer)
         problem = ""
         for _attempt in range(self.max_retries + 1):
-            own = None if self.timeout_s is None else loop.time() + self.timeout_s
-            ends = min((end for end in (own, deadline) if end is not None), default=None)
+            own: float | None = None  # the end of this call's own time limit, once admitted
             try:
-                async with asyncio.timeout_at(ends):
-                    completion = await self.backend.complete(messages, temperature=0.0)
+                async with asyncio.timeout_at(deadline), self.admission or nullcontext():
+                    if self.timeout_s is not None:
+                        own = loop.time() + self.timeout_s
+                    async with asyncio.timeout_at(own):
+                        completion = await self.backend.complete(messages, temperature=0.0)
             except TimeoutError:
-                limit = f"{self.timeout_s} s" if ends == own else "the time left to the task"
+                own_first = own is not None and (deadline is None or own <= deadline)
+                limit = f"{self.timeout_s} s" if own_first else "the time left to the task"
                 return JudgeVerdict(judge=self.name, error=f"no reply within {limit}")
             except BackendError as error:
                 return JudgeVerdict(judge=self.name, error=f"backend failed: {error}")
