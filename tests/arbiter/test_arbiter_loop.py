@@ -138,6 +138,11 @@ def test_feedback_iteration_is_recorded(tasks: list[Task]) -> None:
     assert first.quality_score is not None
     assert retried[0].execution.iterations[1].messages[-1].content == first.feedback
     assert all(len(o.execution.iterations) <= 3 for o in outcomes)
+    failed = [o for o in outcomes if not o.success]
+    assert failed, "with skill 0.5 some tasks must fail every attempt"
+    last = failed[0].execution.iterations[-1]
+    assert last.outcome == "failure" and last.feedback
+    assert last.feedback == failed[0].execution.failure_reason
 
 
 def test_failing_agent_falls_back_to_next_candidate(tasks: list[Task]) -> None:

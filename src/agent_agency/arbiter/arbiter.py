@@ -233,6 +233,8 @@ class Arbiter:
                 if passed or last:
                     iteration.outcome = "success" if passed else "failure"
                     if not passed:
+                        # kept on the iteration too: what was wrong with the last attempt
+                        iteration.feedback = evaluation.feedback
                         execution.failure_reason = evaluation.feedback or "quality gates failed"
                     break
                 iteration.outcome = "retry"
