@@ -169,6 +169,17 @@ def test_requirements_of_builtin_tasks_outside_the_chosen_team_are_warned_about(
     assert clean.exit_code == 0 and "warning" not in clean.output
 
 
+def test_a_misspelt_task_type_in_the_config_is_warned_about(workdir: Path) -> None:
+    (workdir / "agency.yaml").write_text(
+        SCRIPTED_TEAM + "routing:\n  per_task_type: {arithmatic: ucb1}\n"
+    )
+    result = runner.invoke(app, ["run", "--builtin", "arithmetic", "--tasks", "2"])
+    assert result.exit_code == 0, result.output
+    output = " ".join(result.output.split())
+    assert "warning: routing.per_task_type: task type 'arithmatic'" in output
+    assert "did you mean 'arithmetic'?" in output
+
+
 @pytest.mark.parametrize(
     ("stop", "code", "by"), [(KeyboardInterrupt, 130, "Ctrl-C"), (Terminated, 143, "SIGTERM")]
 )

@@ -6,8 +6,15 @@ import asyncio
 import json
 from pathlib import Path
 
-from agent_agency.config import parse_config
+import numpy as np
+import pytest
+from sqlalchemy import insert
+
+from agent_agency.arbiter.router import Router
+from agent_agency.config import AgencyConfig, parse_config
+from agent_agency.pool.schema import agent_task_aggregates
 from agent_agency.pool.store import Store
+from agent_agency.records import utcnow
 from agent_agency.runner import RunRequest, build_arbiter, build_router, execute_run
 from agent_agency.tracking.tracker import Tracker
 
@@ -123,3 +130,131 @@ def test_a_judge_calls_its_agent_within_that_agent_s_time_out_and_slots(tmp_path
         [judge] = arbiter.evaluator.judges
     assert judge.timeout_s == 7.5
     assert judge.admission is arbiter.slots["grader@1"]  # its grading counts against its limit
+
+
+def _pool(tmp_path: Path, rows: list[tuple[str, int, int]]) -> str:
+    """A pool holding arithmetic aggregates (agent, n, successes), quality equal to success."""
+    url = f"sqlite:///{tmp_path / 'pool.db'}"
+    with Store.open(url) as store, store.engine.begin() as connection:
+        connection.execute(
+            insert(agent_task_aggregates),
+            [
+                {
+                    "agent": agent,
+                    "task_type": "arithmetic",
+                    "n": n,
+                    "successes": successes,
+                    "quality_sum": float(successes),
+                    "quality_sq_sum": float(successes),
+                    "latency_sum": 0.0,
+                    "tokens_sum": 0,
+                    "updated_at": utcnow(),
+                }
+                for agent, n, successes in rows
+            ],
+        )
+    return url
+
+
+def _prior_tasks(config: AgencyConfig, url: str, agent: str) -> float:
+    """The prior pseudo-evidence (tasks) the router built for `url`'s pool gives `agent`."""
+    with Store.open(url) as store:
+        router = build_router(config, store)
+    arithmetic = RunRequest(config).prepare().tasks[0]
+    decision = router.decide(arithmetic, exclude=set(router.agents) - {agent})
+    [worth] = [f for f in decision.secondary_factors if f.startswith("Prior from parent")] or [""]
+    return float(worth.split("worth ")[1].split(" tasks")[0]) if worth else 0.0
+
+
+@pytest.mark.parametrize(
+    ("parent", "team"),
+    [
+        ("a@1", []),
+        ("a", []),  # a name alone: the configured version of that name
+        ("a@1", ["a@2", "b"]),  # the parent replaced in run.agents: the usual upgrade
+    ],
+)
+def test_a_new_version_inherits_its_parent_s_evidence_wherever_the_parent_is(
+    tmp_path: Path, parent: str, team: list[str]
+) -> None:
+    url = _pool(tmp_path, [("a@1", 100, 80), ("b@1", 100, 20)])
+    config = parse_config(
+        {
+            "agents": [agent("a", skill=0.5), agent("a", "2", parent=parent), agent("b")],
+            "routing": {"inherit_prior_weight": 0.5, "seed": 1},
+            "run": {"suites": ["arithmetic"], "agents": team},
+        }
+    )
+    assert _prior_tasks(config, url, "a@2") == 50
+
+
+def test_a_grandparent_s_evidence_counts_with_the_weight_squared(tmp_path: Path) -> None:
+    url = _pool(tmp_path, [("a@1", 100, 80), ("a@2", 40, 30)])
+    config = parse_config(
+        {
+            "agents": [agent("a"), agent("a", "2", parent="a@1"), agent("a", "3", parent="a@2")],
+            "routing": {"inherit_prior_weight": 0.5, "seed": 1},
+            "run": {"suites": ["arithmetic"], "agents": ["a@3"]},
+        }
+    )
+    assert _prior_tasks(config, url, "a@3") == 0.5 * 40 + 0.25 * 100
+
+
+def test_the_contextual_models_take_in_the_pool_once(tmp_path: Path) -> None:
+    url = _pool(tmp_path, [("a@1", 100, 80), ("b@1", 100, 20)])
+    config = parse_config(
+        {"agents": [agent("a"), agent("b")], "routing": {"strategy": "linucb", "seed": 1}}
+    )
+    with Store.open(url) as store:
+        built = build_router(config, store)
+        once = Router(config.routing, config.team())
+        once.warm_start(store.task_aggregates())
+    assert np.array_equal(built._linear.a, once._linear.a)
+    assert np.array_equal(built._linear.b, once._linear.b)
+
+
+def test_task_type_names_no_task_of_the_run_has_are_warned_about() -> None:
+    config = parse_config(
+        {
+            "agents": [agent("solver"), agent("grader")],
+            "routing": {"per_task_type": {"arithmatic": "ucb1", "arithmetic": "ucb1"}},
+            "evaluation": {
+                "gates": {
+                    "*": [{"name": "safety"}],
+                    "text-transfromation": [{"name": "safety"}],
+                    "code-editing": [{"name": "safety"}],  # built in, just not in this run
+                },
+                "judges": [
+                    {
+                        "name": "j",
+                        "agent": "grader",
+                        "criteria": "ok?",
+                        "task_types": ["arithmetic", "poetry"],
+                    }
+                ],
+            },
+            "run": {"suites": ["arithmetic"]},
+        }
+    )
+    assert RunRequest(config).prepare().unmatched_task_types() == [
+        "routing.per_task_type: task type 'arithmatic' is neither a type of this run's tasks "
+        "(arithmetic) nor a built-in one; did you mean 'arithmetic'?",
+        "evaluation.gates: task type 'text-transfromation' is neither a type of this run's tasks "
+        "(arithmetic) nor a built-in one; did you mean 'text-transformation'?",
+        "evaluation.judges.0.task_types: task type 'poetry' is neither a type of this run's "
+        "tasks (arithmetic) nor a built-in one",
+    ]
+
+
+def test_a_task_feature_with_the_reserved_name_fails_before_the_run(tmp_path: Path) -> None:
+    mine = tmp_path / "mine.jsonl"
+    task = {
+        "id": "add-1",
+        "type": "arithmetic",
+        "prompt": "What is 1 plus 1?",
+        "features": {"prompt_chars": 3.0},
+        "grader": {"kind": "exact-number", "reference": {"answer": 2}},
+    }
+    mine.write_text(json.dumps(task) + "\n")
+    with pytest.raises(ValueError, match="task add-1: features: 'prompt_chars' is a reserved"):
+        RunRequest(parse_config({}), suite_files=[mine]).prepare()

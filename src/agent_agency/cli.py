@@ -122,6 +122,8 @@ def run(
             "considers every agent for those tasks",
             highlight=False,
         )
+    for warning in prepared.unmatched_task_types():
+        err_console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     finished = succeeded = 0
     try:
         with (

@@ -6,22 +6,25 @@ The summary is read back from the database after the tracker has flushed, so `ag
 
 from __future__ import annotations
 
+import difflib
+import functools
 import json
 import time
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_agency.agents.registry import build_backend
 from agent_agency.arbiter.arbiter import Arbiter, TaskOutcome, agent_slots
-from agent_agency.arbiter.router import Router
+from agent_agency.arbiter.features import check_task_features
+from agent_agency.arbiter.router import ArmAggregate, Router
 from agent_agency.caws.audit import AuditLog
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.caws.judges import Judge
 from agent_agency.config import AgencyConfig
 from agent_agency.pool.store import AgentTaskSummary, Store
-from agent_agency.records import Task, utcnow
+from agent_agency.records import AgentSpec, Task, utcnow
 from agent_agency.tasks import load_builtin, load_suite_files, select_tasks
 from agent_agency.tasks.suites import SplitChoice
 from agent_agency.tracking.tracker import Tracker
@@ -48,6 +51,41 @@ class PreparedRun:
                     undeclared.setdefault(requirement, []).append(task)
         return undeclared
 
+    def unmatched_task_types(self) -> list[str]:
+        """A warning for each task type named in the configuration (`routing.per_task_type`,
+        `evaluation.gates`, `evaluation.judges[].task_types`) that is neither a type of this
+        run's tasks nor a built-in one: most likely a typo, which would otherwise leave the
+        setting silently unused. (A built-in type the run happens not to include is fine.)"""
+        run_types = sorted({task.type for task in self.tasks})
+        evaluation = self.config.evaluation
+        named = [("routing.per_task_type", key) for key in self.config.routing.per_task_type]
+        named += [("evaluation.gates", key) for key in evaluation.gates if key != "*"]
+        named += [
+            (f"evaluation.judges.{i}.task_types", key)
+            for i, judge in enumerate(evaluation.judges)
+            for key in judge.task_types
+        ]
+        unknown = [(setting, key) for setting, key in dict.fromkeys(named) if key not in run_types]
+        if not unknown:
+            return []
+        known = sorted(set(run_types) | _builtin_task_types())
+        warnings = []
+        for setting, key in unknown:
+            if key in known:
+                continue
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            warnings.append(
+                f"{setting}: task type {key!r} is neither a type of this run's tasks "
+                f"({', '.join(run_types)}) nor a built-in one{hint}"
+            )
+        return warnings
+
+
+@functools.cache
+def _builtin_task_types() -> frozenset[str]:
+    return frozenset(task.type for task in load_builtin(split="all"))
+
 
 @dataclass
 class RunRequest:
@@ -64,7 +102,10 @@ class RunRequest:
         pool = builtin + [task for task in own if split in ("all", task.split)]
         if not pool:
             raise ValueError("no tasks match the requested suites and split")
-        return PreparedRun(config=self.config, tasks=select_tasks(pool, run.tasks, run.seed))
+        tasks = select_tasks(pool, run.tasks, run.seed)
+        for task in tasks:
+            check_task_features(task)
+        return PreparedRun(config=self.config, tasks=tasks)
 
 
 @dataclass
@@ -88,26 +129,37 @@ class RunReport:
 
 
 def build_router(config: AgencyConfig, store: Store) -> Router:
-    """A router restored from the pool's aggregates. An agent whose `parent` is in the team
-    enters as a new arm whose prior is the parent's restored evidence (scaled by
-    `routing.inherit_prior_weight`); its own evidence, if any, is then restored on top."""
-    team = config.team()
-    keys = {spec.key for spec in team}
-    children = [spec for spec in team if spec.parent in keys]
-    router = Router(config.routing, [spec for spec in team if spec not in children])
+    """A router for the run's team, restored from the pool's aggregates. A new version
+    (`parent`: a configured agent's `name@version`, or its `name`) gets its parent's restored
+    evidence, scaled by `routing.inherit_prior_weight`, as its prior, whether or not the parent
+    is in the team; the grandparent's counts with the weight squared, and so on up the chain."""
+    router = Router(config.routing, config.team())
     aggregates = store.task_aggregates()
     router.warm_start(aggregates)
-    added = {spec.key for spec in team} - {spec.key for spec in children}
-    while children:  # parents before children, so version chains inherit in order
-        ready = [spec for spec in children if spec.parent in added]
-        if not ready:  # config validation rejects parent cycles; never loop on one
-            raise ValueError(f"agents {[spec.key for spec in children]}: parents form a cycle")
-        for spec in ready:
-            router.add_agent(spec, inherit_from=spec.parent)
-            added.add(spec.key)
-        children = [spec for spec in children if spec.key not in added]
-    router.warm_start(aggregates)
+    by_agent: dict[str, list[ArmAggregate]] = defaultdict(list)
+    for row in aggregates:
+        by_agent[row.agent].append(row)
+    weight = config.routing.inherit_prior_weight
+    for spec in config.team():
+        for generation, ancestor in enumerate(_ancestors(config, spec), start=1):
+            router.add_prior(spec.key, by_agent[ancestor.key], weight**generation)
     return router
+
+
+def _ancestors(config: AgencyConfig, spec: AgentSpec) -> Iterator[AgentSpec]:
+    """`spec`'s parent, its parent's parent, …; ValueError for an unknown parent or a cycle."""
+    seen = {spec.key}
+    current = spec
+    while current.parent is not None:
+        try:
+            parent = config.agent(current.parent)
+        except KeyError as error:
+            raise ValueError(f"agents: {current.key}: parent: {error.args[0]}") from None
+        if parent.key in seen:  # config validation rejects these; never loop on one
+            raise ValueError(f"agents: {spec.key}: its parent chain returns to {parent.key}")
+        seen.add(parent.key)
+        yield parent
+        current = parent
 
 
 def build_arbiter(

@@ -8,6 +8,7 @@ from agent_agency.arbiter.features import (
     FeatureLayout,
     decision_context,
     logged_features,
+    squash,
     task_features,
 )
 from agent_agency.records import Complexity, GraderSpec, Task
@@ -33,7 +34,7 @@ def test_layout_places_every_attribute() -> None:
     assert x[:3].tolist() == [1.0, 1.0, 0.0]
     assert x[3:5].tolist() == [0.0, 0.0]
     assert x[5:8].tolist() == pytest.approx([1.0, 2.0, math.log1p(99) / 10])
-    assert x[8] == 3.0
+    assert x[8] == pytest.approx(math.log1p(3.0))
     assert x[9:].tolist() == [0.0, 0.0]
 
 
@@ -41,7 +42,7 @@ def test_unseen_types_and_features_hash_into_buckets() -> None:
     layout = FeatureLayout([], [], hash_buckets=4)
     x = task_features(_task("poetry", {"a": 1.0, "b": 2.0}), layout)
     assert x[1:5].sum() == 1.0
-    assert x[8:].sum() == 3.0
+    assert x[8:].sum() == pytest.approx(math.log1p(1.0) + math.log1p(2.0))
     again = task_features(_task("poetry", {"a": 1.0, "b": 2.0}), layout)
     assert (x == again).all(), "the hash is stable"
 
@@ -56,3 +57,20 @@ def test_logged_context_rebuilds_the_same_vector() -> None:
 def test_bucket_count_must_be_positive() -> None:
     with pytest.raises(ValueError, match="context_hash_buckets must be > 0"):
         FeatureLayout([], [], hash_buckets=0)
+
+
+def test_features_of_any_scale_enter_as_a_signed_log() -> None:
+    layout = FeatureLayout([], ["big", "neg", "zero"], hash_buckets=1)
+    x = task_features(_task("code", {"big": 1e300, "neg": -5.0, "zero": 0.0}), layout)
+    assert x[5:8].tolist() == pytest.approx([math.log1p(1e300), -math.log1p(5.0), 0.0])
+    assert abs(x).max() < 700
+    assert [squash(v) for v in (-1e9, -1.0, 0.0, 2.0, 1e9)] == sorted(
+        squash(v) for v in (-1e9, -1.0, 0.0, 2.0, 1e9)
+    ), "the order of values is kept"
+
+
+def test_the_prompt_length_s_name_is_reserved() -> None:
+    with pytest.raises(ValueError, match="routing.context_features: 'prompt_chars' is a reserved"):
+        FeatureLayout([], ["prompt_chars"], hash_buckets=2)
+    with pytest.raises(ValueError, match="task t: features: 'prompt_chars' is a reserved name"):
+        decision_context(_task("code", {"prompt_chars": 5000.0}))

@@ -8,7 +8,12 @@ from routing_helpers import agents, settings, task
 from typer.testing import CliRunner
 
 from agent_agency.arbiter.router import Router
-from agent_agency.arbiter.routing_cli import read_logged_outcomes, routing_app
+from agent_agency.arbiter.routing_cli import (
+    NO_OUTCOME,
+    ZERO_PROPENSITY,
+    read_logged_outcomes,
+    routing_app,
+)
 from agent_agency.pool.store import Store
 from agent_agency.records import Evaluation, Execution, RoutingStrategy
 
@@ -62,10 +67,10 @@ def test_reads_outcomes_counting_failed_calls_and_skipping_unfinished(tmp_path: 
     url = f"sqlite:///{tmp_path / 'pool.db'}"
     _fill_pool(url)
     with Store.open(url) as store:
-        logs, unfinished = read_logged_outcomes(store.engine)
-    assert unfinished == 1
-    assert len(logs) == 62
-    failed = [log for log in logs if log.decision.task_id == "t-fail"]
+        read = read_logged_outcomes(store.engine)
+    assert read.left_out == {NO_OUTCOME: 1}
+    assert len(read.logs) == 62
+    failed = [log for log in read.logs if log.decision.task_id == "t-fail"]
     assert [(log.decision.selected_agent, log.success) for log in failed] == [
         ("a@1", False),
         ("b@1", True),
@@ -87,7 +92,46 @@ def test_evaluate_prints_estimates_with_intervals(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     for label in ("logged policy (thompson)", "IPS", "SNIPS", "doubly robust", "62 logged"):
         assert label in result.output
-    assert "1 decisions without an outcome left out" in result.output
+    assert f"1 decision left out: {NO_OUTCOME}" in result.output
+    # 62 decisions of a Thompson log: too few for the normal intervals to be trusted
+    assert "warning: 62 decisions, effective sample size" in result.output
+    assert "ucb1 learns: replayed in log order, it learned from the" in result.output
+
+
+def test_evaluate_leaves_out_decisions_logged_with_zero_propensity(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'pool.db'}"
+    _fill_pool(url)
+    router = Router(settings(quality_weight=0.0), agents("a", "b"))
+    decision = router.decide(task(task_id="zero")).model_copy(update={"propensity": 0.0})
+    execution, evaluation = _graded(decision.id, decision.selected_agent, "zero", True)
+    with Store.open(url) as store:
+        store.write_records(decisions=[decision], executions=[execution], evaluations=[evaluation])
+        assert read_logged_outcomes(store.engine).left_out == {NO_OUTCOME: 1, ZERO_PROPENSITY: 1}
+    args = ["evaluate", "--policy", "fallback", "--db", url, "--config", str(_config(tmp_path))]
+    result = CliRunner().invoke(routing_app, args, terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert f"1 decision left out: {ZERO_PROPENSITY}" in result.output
+    assert "learns" not in result.output, "fallback learns nothing: no replay note"
+
+
+def test_evaluate_says_when_the_log_cannot_support_an_estimate(tmp_path: Path) -> None:
+    """Every logged decision went to b@1; the fallback strategy always picks a@1."""
+    router = Router(settings(RoutingStrategy.FALLBACK), agents("b", "a"))
+    decisions, executions, evaluations = [], [], []
+    for i in range(20):
+        decision = router.decide(task(task_id=f"t{i}"))
+        execution, evaluation = _graded(decision.id, decision.selected_agent, f"t{i}", True)
+        decisions.append(decision)
+        executions.append(execution)
+        evaluations.append(evaluation)
+    url = f"sqlite:///{tmp_path / 'pool.db'}"
+    with Store.open(url) as store:
+        store.write_records(decisions=decisions, executions=executions, evaluations=evaluations)
+    args = ["evaluate", "--policy", "fallback", "--db", url, "--config", str(_config(tmp_path))]
+    result = CliRunner().invoke(routing_app, args, terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert result.output.count("no overlap: the target never") == 3, "IPS, SNIPS and DR"
+    assert "1.000" in result.output  # the logged policy's own value
 
 
 def test_evaluate_rejects_unknown_policy(tmp_path: Path) -> None:
@@ -129,14 +173,14 @@ def test_outcome_is_the_executions_verdict_with_its_final_evaluations_quality(
             executions=[below_run, retry_run, crash_run],
             evaluations=[second, below_eval, first],  # the final evaluation need not come last
         )
-        logs, unfinished = read_logged_outcomes(store.engine)
-    outcomes = {log.decision.task_id: (log.success, log.quality) for log in logs}
+        read = read_logged_outcomes(store.engine)
+    outcomes = {log.decision.task_id: (log.success, log.quality) for log in read.logs}
     assert outcomes == {
         "below": (False, 0.4),
         "retried": (True, 0.9),
         "crashed": (False, 0.0),
     }
-    assert unfinished == 1
+    assert read.left_out == {NO_OUTCOME: 1}
 
 
 def _config(tmp_path: Path) -> Path:

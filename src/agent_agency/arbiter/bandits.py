@@ -7,16 +7,18 @@ probability with which each candidate is selected, so every strategy logs a prop
   sampled reward (1 - w)·success + w·quality. The router keeps `draws` posterior draws per task
   type and plays the argmax of one draw picked uniformly, so the propensity it logs — the share
   of draws an arm wins — is exactly the probability with which that arm was played, given the
-  draws; the played arm's propensity is >= 1/draws. An arm's column is redrawn from its new
-  posterior when it learns, so every entry is a draw from the current posterior, but draws are
-  reused across decisions, which makes the policy somewhat greedier than textbook Thompson
-  sampling (fresh draws every decision). On benchmarks/bench_regret.py's environment that gives
-  lower regret at the same match accuracy, with no stalled arm over 40,000 rounds.
+  draws; the played arm's propensity is >= 1/draws. After each decision the draw it played is
+  replaced by a fresh draw of every arm from its current posterior, and an arm's column is redrawn
+  when it learns, so stale draws never shut an arm out for good: an arm whose cached draws all
+  lost gets fresh chances as the rows are replaced. A decision costs an argmax over the cached
+  draws plus one draw per arm, instead of `draws` fresh draws per arm.
 - UCB1, capability, load balance, fallback: deterministic argmax; ties are broken uniformly, so the
   propensity is exactly 1/ties for each tied best arm and 0 for the rest.
 - ε-greedy: exact, (1 - ε)/ties for the greedy arms plus ε/k for every arm.
 - LinUCB / LinTS: one ridge regression per agent over the task feature vector; A⁻¹ is kept up to
-  date with Sherman–Morrison so a decision costs one batched matrix-vector product. For LinTS only
+  date with Sherman–Morrison so a decision costs one batched matrix-vector product, and is
+  recomputed from A every `REFRESH_EVERY` updates of an agent (or at once should it turn
+  non-finite), so rounding errors cannot pile up into negative variances. For LinTS only
   the scalar x·θ̃ matters, and with θ̃ ~ N(θ̂, α²A⁻¹) it is N(x·θ̂, α²·xᵀA⁻¹x): sampling that scalar
   is exact and avoids a Cholesky factorisation per agent.
 """
@@ -123,6 +125,10 @@ def sample_index(rng: np.random.Generator, probabilities: FloatArray) -> int:
     return min(position, int(probabilities.shape[0]) - 1)
 
 
+REFRESH_EVERY = 64
+"""Sherman–Morrison updates of one agent's A⁻¹ between recomputations from A."""
+
+
 class LinearModels:
     """One ridge regression (A = I + Σxxᵀ, b = Σr·x) per agent, rows aligned with agent index."""
 
@@ -133,6 +139,7 @@ class LinearModels:
         self.a_inv = np.zeros((0, dim, dim))
         self.b = np.zeros((0, dim))
         self.theta = np.zeros((0, dim))
+        self._updates_since_refresh = np.zeros(0, dtype=np.intp)
 
     def add_agent(self, inherit_from: int | None = None, weight: float = 0.0) -> None:
         """A new agent; with a parent, A = I + w·(A_parent - I) and b = w·b_parent."""
@@ -142,20 +149,37 @@ class LinearModels:
         else:
             a = eye + weight * (self.a[inherit_from] - eye)
             b = weight * self.b[inherit_from]
-        a_inv = np.linalg.inv(a)
         self.a = np.concatenate([self.a, a[None]])
-        self.a_inv = np.concatenate([self.a_inv, a_inv[None]])
+        self.a_inv = np.concatenate([self.a_inv, np.zeros((1, self.dim, self.dim))])
         self.b = np.concatenate([self.b, b[None]])
-        self.theta = np.concatenate([self.theta, (a_inv @ b)[None]])
+        self.theta = np.concatenate([self.theta, np.zeros((1, self.dim))])
+        self._updates_since_refresh = np.append(self._updates_since_refresh, 0)
+        self.refresh(len(self.a) - 1)
 
     def observe(self, agent: int, x: FloatArray, reward_sum: float, count: float = 1.0) -> None:
         """Add `count` observations at x whose rewards sum to `reward_sum` (rank-one update)."""
+        self.accumulate(agent, x, reward_sum, count)
+        self._updates_since_refresh[agent] += 1
         a_inv = self.a_inv[agent]
         ax = a_inv @ x
-        self.a_inv[agent] = a_inv - count * np.outer(ax, ax) / (1.0 + count * float(x @ ax))
+        updated = a_inv - count * np.outer(ax, ax) / (1.0 + count * float(x @ ax))
+        if self._updates_since_refresh[agent] >= REFRESH_EVERY or not np.isfinite(updated).all():
+            self.refresh(agent)
+            return
+        self.a_inv[agent] = updated
+        self.theta[agent] = updated @ self.b[agent]
+
+    def accumulate(self, agent: int, x: FloatArray, reward_sum: float, count: float) -> None:
+        """Add to A and b only (a negative count takes observations back); `refresh` follows."""
         self.a[agent] += count * np.outer(x, x)
         self.b[agent] += reward_sum * x
-        self.theta[agent] = self.a_inv[agent] @ self.b[agent]
+
+    def refresh(self, agent: int) -> None:
+        """A⁻¹ and θ recomputed from A and b (A = I + Σxxᵀ is symmetric positive definite)."""
+        a = self.a[agent]
+        self.a_inv[agent] = np.linalg.inv(a)
+        self.theta[agent] = np.linalg.solve(a, self.b[agent])
+        self._updates_since_refresh[agent] = 0
 
     def predict(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Predicted mean reward and posterior sd (before α) of every agent at x."""

@@ -12,8 +12,13 @@ Layout of `FeatureLayout.vector(...)` (length `FeatureLayout.dim`):
     [4+K+H+F : 4+K+2H+F]     other `Task.features`, each added into the bucket its name hashes to
 
 K = len(context_task_types), F = len(context_features), H = context_hash_buckets. The hash is
-CRC-32 (stable across processes, unlike Python's `hash`). A routing decision stores the inputs
-(`decision_context`) so a logged decision can be featurised again for off-policy evaluation.
+CRC-32 (stable across processes, unlike Python's `hash`). A task feature v enters as
+sign(v)·log1p(|v|): a feature of any scale (a count of tokens, a timestamp, 1e200) then stays
+within ±710, which keeps the ridge regressions of LinUCB / LinTS well conditioned and their
+scores finite, while 0 stays 0 and the order of values is kept. A routing decision stores the
+inputs (`decision_context`) so a logged decision can be featurised again for off-policy
+evaluation; the prompt length is stored under `PROMPT_CHARS_KEY`, a name task features may not
+use.
 """
 
 from __future__ import annotations
@@ -34,6 +39,25 @@ _COMPLEXITY_VALUE = {Complexity.TRIVIAL: 0.0, Complexity.STANDARD: 0.5, Complexi
 _FIXED = 4  # bias, complexity, requirement count, prompt length
 
 
+def _reserved_name(field: str) -> ValueError:
+    """Task features share `RoutingDecision.context` with the prompt length: the name is taken."""
+    return ValueError(
+        f"{field}: {PROMPT_CHARS_KEY!r} is a reserved name (routing records the prompt length "
+        "under it); rename the task feature"
+    )
+
+
+def check_task_features(task: Task) -> None:
+    """ValueError naming the task when one of its features has the reserved name."""
+    if PROMPT_CHARS_KEY in task.features:
+        raise _reserved_name(f"task {task.id}: features")
+
+
+def squash(value: float) -> float:
+    """sign(v)·log1p(|v|), the scale a task feature enters the feature vector at."""
+    return math.copysign(math.log1p(abs(value)), value)
+
+
 def _bucket(name: str, buckets: int) -> int:
     return zlib.crc32(name.encode("utf-8")) % buckets
 
@@ -48,6 +72,8 @@ class FeatureLayout:
             raise ValueError(f"context_hash_buckets must be > 0, got {hash_buckets}")
         self.task_types = tuple(sorted(set(task_types)))
         self.feature_names = tuple(sorted(set(feature_names)))
+        if PROMPT_CHARS_KEY in self.feature_names:
+            raise _reserved_name("routing.context_features")
         self.hash_buckets = hash_buckets
         self._type_slot = {name: 1 + i for i, name in enumerate(self.task_types)}
         self._hashed_type_start = 1 + len(self.task_types)
@@ -79,12 +105,13 @@ class FeatureLayout:
             feature_slot = self._feature_slot.get(name)
             if feature_slot is None:
                 feature_slot = self._hashed_feature_start + _bucket(name, self.hash_buckets)
-            x[feature_slot] += float(value)
+            x[feature_slot] += squash(value)
         return x
 
 
 def decision_context(task: Task) -> dict[str, float]:
     """What a routing decision records so the task can be featurised again without the prompt."""
+    check_task_features(task)
     context = {name: float(value) for name, value in task.features.items()}
     context[PROMPT_CHARS_KEY] = float(len(task.prompt))
     return context

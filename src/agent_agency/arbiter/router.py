@@ -99,6 +99,7 @@ class _Choice:
     scores: FloatArray
     position: int
     confidence: float
+    draw_row: int | None = None  # the cached Thompson draw played, replaced once it is used
 
 
 def _names(keys: Sequence[str]) -> str:
@@ -109,6 +110,26 @@ def _names(keys: Sequence[str]) -> str:
 
 def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def _check_aggregate(row: ArmAggregate) -> None:
+    where = f"aggregate {row.agent}/{row.task_type}"
+    if row.n < 0:
+        raise ValueError(f"{where}: n must be >= 0, got {row.n}")
+    if not 0 <= row.successes <= row.n:
+        raise ValueError(f"{where}: successes must be in [0, n], got {row.successes}")
+    if not 0.0 <= row.quality_sum <= row.n:
+        raise ValueError(f"{where}: quality_sum must be in [0, n], got {row.quality_sum}")
+    if row.quality_sq_sum < 0:
+        raise ValueError(f"{where}: quality_sq_sum must be >= 0")
+
+
+def _columns(matrix: FloatArray, candidates: IndexArray) -> FloatArray:
+    """matrix[:, candidates], without the copy when the candidates are every column in order."""
+    n = matrix.shape[1]
+    if len(candidates) == n and np.array_equal(candidates, np.arange(n)):
+        return matrix
+    return matrix[:, candidates]
 
 
 class Router:
@@ -142,8 +163,11 @@ class Router:
         self._capabilities: list[frozenset[str]] = []
         self._capability_cache: dict[tuple[str, ...], tuple[BoolArray, FloatArray]] = {}
         # Per task type, `propensity_draws` posterior reward draws for every agent; a column is
-        # redrawn when its arm learns, so a decision costs an argmax instead of fresh sampling.
+        # redrawn when its arm learns and the row a decision played is drawn afresh (bandits.py).
         self._draws: dict[int, FloatArray] = {}
+        # (agent, type) → (n, reward sum) that warm_start put into the contextual models, so a
+        # second warm start replaces that contribution instead of adding it again.
+        self._restored: dict[tuple[int, int], tuple[float, float]] = {}
         for spec in agents:
             self._append_agent(spec, parent=None)
 
@@ -246,33 +270,70 @@ class Router:
     def warm_start(self, aggregates: Iterable[ArmAggregate]) -> int:
         """Restore evidence from the pool's (agent, task type) aggregates; returns arms restored.
 
-        Each aggregate replaces that arm's evidence. Aggregates of agents not routed to are skipped.
-        The contextual models absorb each aggregate at the type's default feature vector (standard
-        complexity, no requirements, empty prompt, no extra features): aggregates carry no
-        per-task context, so this is an approximation that later online updates refine.
+        Each aggregate replaces that arm's evidence, and what an earlier warm start restored for
+        it, so restoring twice from the same aggregates changes nothing. Aggregates of agents not
+        routed to are skipped. The contextual models absorb each aggregate at the type's default
+        feature vector (standard complexity, no requirements, empty prompt, no extra features):
+        aggregates carry no per-task context, so this is an approximation that later online
+        updates refine. A type's decision count (which decays ε) becomes the number of outcomes
+        its arms hold, so ε-greedy goes on from where the pool's history left it.
         """
         restored = 0
+        touched_agents: set[int] = set()
+        touched_types: set[int] = set()
         for row in aggregates:
             a = self._index.get(row.agent)
             if a is None:
                 continue
-            where = f"aggregate {row.agent}/{row.task_type}"
-            if row.n < 0:
-                raise ValueError(f"{where}: n must be >= 0, got {row.n}")
-            if not 0 <= row.successes <= row.n:
-                raise ValueError(f"{where}: successes must be in [0, n], got {row.successes}")
-            if not 0.0 <= row.quality_sum <= row.n:
-                raise ValueError(f"{where}: quality_sum must be in [0, n], got {row.quality_sum}")
-            if row.quality_sq_sum < 0:
-                raise ValueError(f"{where}: quality_sq_sum must be >= 0")
+            _check_aggregate(row)
             t = self._type_column(row.task_type)
             self._evidence[a, t] = (row.n, row.successes, row.quality_sum, row.quality_sq_sum)
-            x = self.layout.vector(row.task_type, Complexity.STANDARD, 0, 0, {})
-            reward_sum = (1.0 - self._w) * row.successes + self._w * row.quality_sum
-            self._linear.observe(a, x, reward_sum, count=float(row.n))
+            reward_sum = self._reward_sum(row)
+            before_n, before_reward = self._restored.get((a, t), (0.0, 0.0))
+            self._linear.accumulate(
+                a, self._default_vector(row.task_type), reward_sum - before_reward, row.n - before_n
+            )
+            self._restored[(a, t)] = (float(row.n), reward_sum)
+            touched_agents.add(a)
+            touched_types.add(t)
             restored += 1
+        for a in touched_agents:
+            self._linear.refresh(a)
+        for t in touched_types:
+            self._decisions_per_type[t] = self._evidence[:, t, N].sum()
         self._draws.clear()
         return restored
+
+    def add_prior(self, agent: str, aggregates: Iterable[ArmAggregate], weight: float) -> None:
+        """Add `weight` × an ancestor version's aggregates to `agent`'s prior pseudo-evidence.
+
+        For a new version whose parent is not routed to (`add_agent(inherit_from=...)` needs the
+        parent as an arm): the aggregates are the parent's, or a grandparent's with the weight
+        squared, and so on. The contextual model takes them in as warm_start does.
+        """
+        a = self._agent_index(agent, "agent")
+        if not 0.0 <= weight <= 1.0:
+            raise ValueError(f"weight: must be in [0, 1], got {weight}")
+        for row in aggregates:
+            _check_aggregate(row)
+            t = self._type_column(row.task_type)
+            self._prior[a, t] += weight * np.array(
+                (row.n, row.successes, row.quality_sum, row.quality_sq_sum), dtype=np.float64
+            )
+            self._linear.accumulate(
+                a,
+                self._default_vector(row.task_type),
+                weight * self._reward_sum(row),
+                weight * row.n,
+            )
+        self._linear.refresh(a)
+        self._draws.clear()
+
+    def _reward_sum(self, row: ArmAggregate) -> float:
+        return (1.0 - self._w) * row.successes + self._w * row.quality_sum
+
+    def _default_vector(self, task_type: str) -> FloatArray:
+        return self.layout.vector(task_type, Complexity.STANDARD, 0, 0, {})
 
     def report_call(self, agent: str, *, ok: bool) -> None:
         """Feed the circuit breaker: an error or a timeout is `ok=False`."""
@@ -336,7 +397,7 @@ class Router:
         # load >= 0, so the score is <= 1; np.maximum is much cheaper than np.clip on 100 values.
         load_score = np.maximum(1.0 - load[candidates] / self._max_concurrency[candidates], 0.0)
         choice, performance = self._choose(strategy, t, view, candidates, load_score)
-        self._decisions_per_type[t] += 1
+        self._advance(t, choice)
         chosen = int(candidates[choice.position])
         key = self._agents[chosen].key
         if self._breakers.state(key) is BreakerState.HALF_OPEN:
@@ -379,17 +440,62 @@ class Router:
         load_scores: Sequence[float] | None = None,
         strategy: RoutingStrategy | None = None,
     ) -> FloatArray:
-        """Selection probabilities over `candidates` for `view`, without side effects on state.
+        """Selection probabilities over `candidates` (in that order) that `decide` would give.
 
-        Off-policy evaluation uses this to replay a strategy on logged decisions; `load_scores`
-        (1 - in flight / max concurrency, per candidate) default to idle agents.
+        `load_scores` (1 - in flight / max concurrency, per candidate) default to idle agents.
+        This is no decision: the router learns nothing and its decision count stays (see
+        `replay`), though it draws from the router's random generator like a decision does.
         """
+        choice, _ = self._replayed_choice(view, candidates, load_scores, strategy)
+        return choice.probabilities
+
+    def replay(
+        self,
+        view: TaskView,
+        candidates: Sequence[str],
+        load_scores: Sequence[float] | None,
+        strategy: RoutingStrategy | None,
+        *,
+        logged: str,
+        success: bool,
+        quality: float,
+    ) -> tuple[FloatArray, bool]:
+        """One logged decision replayed for off-policy evaluation (Li et al. 2011).
+
+        Returns the selection probabilities over `candidates`, as `probabilities` does, and
+        whether the router's own draw chose the `logged` agent. Only then does the router move
+        on as after a decision of its own (its decision count, which decays ε, and its Thompson
+        draws) and learn the logged outcome: a strategy replayed this way learns from the
+        decisions it would have made itself, not from the logging policy's exploration.
+        """
+        choice, t = self._replayed_choice(view, candidates, load_scores, strategy)
+        matched = candidates[choice.position] == logged
+        if matched:
+            self._advance(t, choice)
+            self.observe(logged, view, success=success, quality=quality)
+        return choice.probabilities, matched
+
+    def _replayed_choice(
+        self,
+        view: TaskView,
+        candidates: Sequence[str],
+        load_scores: Sequence[float] | None,
+        strategy: RoutingStrategy | None,
+    ) -> tuple[_Choice, int]:
         indices = np.array([self._agent_index(key, "candidates") for key in candidates])
         t = self._type_column(view.task_type)
         loads = np.ones(len(indices)) if load_scores is None else np.asarray(load_scores, float)
         chosen_strategy = strategy or self.settings.strategy_for(view.task_type)
         choice, _ = self._choose(chosen_strategy, t, view, indices, loads)
-        return choice.probabilities
+        return choice, t
+
+    def _advance(self, t: int, choice: _Choice) -> None:
+        """What a decision changes: one more decision of the type (ε decays with the count), and
+        the Thompson draw it played replaced by a fresh draw of every agent."""
+        self._decisions_per_type[t] += 1
+        if choice.draw_row is not None:
+            evidence = self._evidence[:, t] + self._prior[:, t]
+            self._draws[t][choice.draw_row] = thompson_samples(self._rng, evidence, self._w, 1)[0]
 
     def _load(self, in_flight: Mapping[str, int] | None) -> FloatArray:
         load = np.zeros(len(self._agents))
@@ -443,16 +549,14 @@ class Router:
             sampled = mean + alpha * sd * self._rng.standard_normal((draws, len(candidates)))
             best_share = argmax_frequencies(sampled)
             if strategy is RoutingStrategy.LINTS:
-                return self._sampled_choice(sampled, best_share), mean
+                return self._sampled_choice(sampled, best_share, cached=False), mean
             return self._argmax_choice(mean + alpha * sd, best_share), mean
         evidence = self._evidence[candidates, t] + self._prior[candidates, t]
         mean = posterior_mean_reward(evidence, self._w)
-        sampled = self._type_draws(t)
-        if len(candidates) < sampled.shape[1]:  # candidates are sorted and unique
-            sampled = sampled[:, candidates]
+        sampled = _columns(self._type_draws(t), candidates)
         best_share = argmax_frequencies(sampled)
         if strategy is RoutingStrategy.THOMPSON:
-            return self._sampled_choice(sampled, best_share), mean
+            return self._sampled_choice(sampled, best_share, cached=True), mean
         if strategy is RoutingStrategy.UCB1:
             return self._argmax_choice(
                 ucb1_scores(evidence, self._w, self.settings.ucb_c), best_share
@@ -480,11 +584,15 @@ class Router:
             self._draws[t] = draws
         return draws
 
-    def _sampled_choice(self, sampled: FloatArray, best_share: FloatArray) -> _Choice:
+    def _sampled_choice(
+        self, sampled: FloatArray, best_share: FloatArray, *, cached: bool
+    ) -> _Choice:
         """Play the argmax of one uniformly chosen draw: P(arm) is then exactly its share."""
-        row = sampled[int(self._rng.integers(sampled.shape[0]))]
+        index = int(self._rng.integers(sampled.shape[0]))
+        row = sampled[index].copy()  # a cached row is drawn afresh once the decision is made
         position = int(row.argmax())
-        return _Choice(best_share, row, position, float(best_share[position]))
+        confidence = float(best_share[position])
+        return _Choice(best_share, row, position, confidence, index if cached else None)
 
     def _argmax_choice(self, scores: FloatArray, best_share: FloatArray) -> _Choice:
         probabilities = tie_uniform(scores)
