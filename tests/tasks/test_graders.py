@@ -203,6 +203,93 @@ def test_code_never_runs_in_process() -> None:
     assert not hasattr(builtins, "LEAKED")
 
 
+@pytest.mark.parametrize(
+    "output",
+    [
+        "    exit()\n",
+        "def add(a, b):\n    return a - b\n\nraise SystemExit(0)\n",
+        "import os\ndef add(a, b):\n    return a - b\n\nos._exit(0)\n",
+        "import atexit, os\natexit.register(lambda: os._exit(0))\ndef add(a, b):\n    return 0\n",
+        "import os, sys\nsys.excepthook = lambda *a: os._exit(0)\ndef add(a, b):\n    return 0\n",
+    ],
+)
+def test_python_tests_exiting_never_passes(output: str) -> None:
+    result = grade(CODE, output)
+    assert not result.passed
+    assert result.feedback and result.feedback.startswith("Your function `add` fails its tests")
+
+
+# The reviewer's generic cheat: answer each call with the expected value found in the tests.
+READS_THE_TESTS = """```python
+import ast
+def add(*args):
+    for line in open(__file__).read().splitlines():
+        line = line.strip()
+        if line.startswith("assert candidate(") and " == " in line:
+            call, want = line[len("assert "):].rsplit(" == ", 1)
+            if ast.literal_eval("(" + call[len("candidate("):-1] + ",)") == args:
+                return ast.literal_eval(want)
+```"""
+
+
+def test_python_tests_the_answer_cannot_read_the_tests() -> None:
+    result = grade(CODE, READS_THE_TESTS)
+    assert not result.passed
+    assert result.reason == (
+        "tests failed: a test assertion failed (failing check: assert candidate(2, 3) == 5)"
+    )
+
+
+def test_python_tests_result_must_be_a_builtin_value() -> None:
+    always_equal = (
+        "class Anything(int):\n"
+        "    def __eq__(self, other):\n"
+        "        return True\n\n"
+        "def add(a, b):\n"
+        "    return Anything(0)\n"
+    )
+    result = grade(CODE, always_equal)
+    assert not result.passed
+    assert "the function returned a Anything, not a builtin value" in result.reason
+
+
+def test_python_tests_use_the_prompts_helpers_not_the_answers() -> None:
+    # Shaped like HumanEval/38: the tests call a helper the prompt defines.
+    task = make_task(
+        "python-tests",
+        entry_point="decode",
+        prompt=(
+            "def encode(text: str) -> str:\n"
+            "    return text[::-1]\n\n\n"
+            "def decode(text: str) -> str:\n"
+            '    """Undo encode."""\n'
+        ),
+        test="def check(candidate):\n    assert candidate(encode('abc')) == 'abc'\n",
+    )
+    assert grade(task, "    return text[::-1]\n").passed
+    overridden = "def encode(text):\n    return text\n\ndef decode(text):\n    return text\n"
+    assert not grade(task, overridden).passed
+
+
+def test_python_tests_prompt_ending_in_a_signature() -> None:
+    task = make_task(
+        "python-tests",
+        entry_point="add",
+        prompt="def add(a, b):\n",
+        test="def check(candidate):\n    assert candidate(2, 3) == 5\n",
+    )
+    assert grade(task, "    return a + b\n").passed
+    assert not grade(task, "    return a - b\n").passed
+
+
+def test_python_tests_timeout_is_capped() -> None:
+    task = make_task("python-tests", entry_point="f", test="def check(c):\n    c()\n", timeout_s=61)
+    with pytest.raises(
+        GraderError, match=r"grader.reference.timeout_s: .*less than or equal to 60"
+    ):
+        grade(task, "def f():\n    return 1\n")
+
+
 def test_unknown_kind_and_bad_reference_are_clear_errors() -> None:
     with pytest.raises(GraderError, match="unknown grader kind 'regex'"):
         grade(make_task("regex"), "x")

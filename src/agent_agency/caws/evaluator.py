@@ -2,13 +2,18 @@
 
 `evaluate` scores the given iteration's output. Everything that may start a process (the task's
 grader running tests in the sandbox, ruff) runs in a worker thread, so the event loop never
-blocks; judges run concurrently on the loop.
+blocks; judges run concurrently on the loop. A sandboxed run ends by the evaluation's deadline
+and is killed as soon as the evaluation is cancelled or times out.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
+import threading
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from agent_agency.caws.gates import (
     GRADER_GATES,
@@ -28,6 +33,7 @@ from agent_agency.caws.rubric import (
     rubric_scores,
     turn_data,
 )
+from agent_agency.caws.sandbox import run_limits
 from agent_agency.config import EvaluationSettings
 from agent_agency.records import (
     Evaluation,
@@ -57,10 +63,16 @@ class Evaluator:
         """The evaluation of `iteration`. Grading ends by `deadline` (event-loop time, as for
         `asyncio.timeout_at`): gates still running then raise `TimeoutError`; a judge still
         running is recorded as failed to grade and the rest of the evaluation stands."""
-        async with asyncio.timeout_at(deadline):
-            gates, feedback, code, grade_result, diff = await asyncio.to_thread(
-                self._run_gates, task, execution, iteration
-            )
+        cancelled = threading.Event()
+        try:
+            async with asyncio.timeout_at(deadline):
+                gates, feedback, code, grade_result, diff = await asyncio.to_thread(
+                    self._run_gates, task, execution, iteration, _monotonic(deadline), cancelled
+                )
+        finally:
+            # The worker thread cannot be cancelled: a sandboxed run it is still waiting for
+            # (the deadline passed, or the evaluation was cancelled) is killed instead.
+            cancelled.set()
         verdicts = await self._run_judges(task, iteration, grade_result, deadline)
         rubric, applicable = rubric_scores(
             task, iteration, gates, code=code, minimal_diff=diff, judges=verdicts
@@ -86,28 +98,34 @@ class Evaluator:
         )
 
     def _run_gates(
-        self, task: Task, execution: Execution, iteration: Iteration
+        self,
+        task: Task,
+        execution: Execution,
+        iteration: Iteration,
+        deadline: float | None,
+        cancelled: threading.Event,
     ) -> tuple[
         list[GateResult], list[str], str | None, GradeResult | None, MinimalDiffMetrics | None
     ]:
         specs = gates_for(self.settings, task)
         code = extract_code(task, iteration.output) if is_code_task(task) else None
-        needs_grade = any(spec.name in GRADER_GATES for spec in specs)
-        grade_result = grade(task, iteration.output, iteration.tool_uses) if needs_grade else None
+        grade_result = None
+        if any(spec.name in GRADER_GATES for spec in specs):
+            with run_limits(deadline, cancelled):
+                grade_result = grade(task, iteration.output, iteration.tool_uses)
         original = task.metadata.get("original_code")
         diff = None
         if task.type == "code-editing" and isinstance(original, str) and code is not None:
             diff = minimal_diff_metrics(original, code)
         gate_input = GateInput(task, execution, iteration, code, grade_result, diff)
         results: list[GateResult] = []
-        feedback: list[str] = []
+        advice: list[str] = []
         for spec in specs:
-            result, advice = run_gate(spec, gate_input)
+            result, gate_advice = run_gate(spec, gate_input)
             results.append(result)
-            # The grader's feedback covers both grader gates; say it once.
-            if advice and advice not in feedback:
-                feedback.append(advice)
-        return results, feedback, code, grade_result, diff
+            if gate_advice:
+                advice.append(gate_advice)
+        return results, _merged_advice(advice), code, grade_result, diff
 
     async def _run_judges(
         self,
@@ -128,3 +146,53 @@ class Evaluator:
                 )
             )
         )
+
+
+def _monotonic(deadline: float | None) -> float | None:
+    """The event loop's `deadline` as a `time.monotonic()` value, for the worker thread."""
+    if deadline is None:
+        return None
+    return time.monotonic() + deadline - asyncio.get_running_loop().time()
+
+
+# An instruction followed by the quoted items it is about: "Remove banned phrases: 'a', 'b'".
+_LISTING = re.compile(r"(?P<instruction>[^:]+): (?P<items>'[^']*'(?:, '[^']*')*)")
+_QUOTED_ITEM = re.compile(r"'[^']*'")
+
+
+@dataclass
+class _Clause:
+    text: str
+    instruction: str | None = None
+    items: list[str] = field(default_factory=list)
+
+    def render(self) -> str:
+        return f"{self.instruction}: {', '.join(self.items)}" if self.instruction else self.text
+
+
+def _merged_advice(advice: Sequence[str]) -> list[str]:
+    """Each gate's advice, without what another gate said already: the clauses of a piece of
+    advice ('; '-separated) that were given before are dropped, and a clause listing quoted items
+    under an instruction given before ("Remove banned phrases: 'a'" after "Remove banned phrases:
+    'b'") adds only its new items to the first one. Advice left empty is dropped."""
+    given: set[str] = set()
+    listings: dict[str, _Clause] = {}
+    lines: list[list[_Clause]] = []
+    for piece in advice:
+        line: list[_Clause] = []
+        for text in piece.split("; "):
+            listing = _LISTING.fullmatch(text)
+            if listing is None:
+                if text not in given:
+                    given.add(text)
+                    line.append(_Clause(text))
+                continue
+            items = _QUOTED_ITEM.findall(listing["items"])
+            first = listings.get(listing["instruction"])
+            if first is None:
+                first = listings[listing["instruction"]] = _Clause(text, listing["instruction"])
+                line.append(first)
+            first.items += [item for item in items if item not in first.items]
+        if line:
+            lines.append(line)
+    return ["; ".join(clause.render() for clause in line) for line in lines]

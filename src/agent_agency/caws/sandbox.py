@@ -1,35 +1,53 @@
 """Run untrusted Python in a contained subprocess.
 
-The child is `python -I` started with a scrubbed environment in a fresh session. Before it runs
-the untrusted code, a small trusted bootstrap inside the child (still root) isolates itself:
+The child is `python -I` started with a scrubbed environment in a fresh session. Before any
+untrusted code runs, a small trusted bootstrap inside the child (still root) isolates itself:
 
 - a new network namespace (loopback down, no interfaces), so every connection fails;
 - a new mount namespace in which every mount is remounted read-only except the work directory,
-  so a write anywhere outside it fails;
+  itself a tmpfs of `WORK_DIR_LIMIT_MB` (the total the code may write);
 - in that namespace, an empty tmpfs over the directories where host processes keep their
   Unix-domain sockets (/tmp, /var/tmp, /run, /dev/shm), so connect() finds no socket file there
   (abstract sockets belong to the network namespace and are out of reach already), and over the
   arbiter's working directory, so the code cannot read `agency.db`, `.env` and the like there;
   the work directory and the interpreter are bound back into those covers;
+- a new PID namespace with its own /proc, so no host process (nor its command line) is visible,
+  and every process the code starts dies with the namespace;
 - resource limits: CPU time, address space, file size, open files, no core dumps, and a process
   count that is meaningful because the child then drops to a throw-away uid used by no one else
   (RLIMIT_NPROC does not apply to root and counts per uid).
 
+The first process of the PID namespace is the *supervisor*: it forks the process that runs the
+code and, for `FunctionTests`, runs the tests itself. The code's process never holds the tests,
+the verdict file or the nonce: the supervisor reads them from files handed over by descriptor
+only after the fork, and it is not dumpable, so the code can neither read its memory nor its
+descriptors. The tests call the code's function through a pipe, arguments and results passing
+as `marshal` data, so a result can only be a builtin value (no object whose `__eq__` always
+holds) and nothing the code does to its own interpreter (exit, patched builtins, hooks) reaches
+the tests. The verdict counts only as the supervisor's record carrying the run's nonce; the exit
+status of the code is never a pass by itself.
+
 Doing this in the child, rather than in a `preexec_fn`, keeps `run_python` safe to call from
-threads. The parent enforces a wall-clock limit, kills the whole session on timeout and, as the
-same throw-away uid, signals every process that escaped the session (a daemonising fork bomb).
-Output goes to root-owned files capped by RLIMIT_FSIZE, so a flood of output cannot exhaust the
-parent's memory. The child lists the isolation steps it applied in
-`SandboxResult.isolation_applied`; if a step is impossible here, it records why in
-`SandboxResult.isolation_notes` and carries on with the remaining limits.
+threads. The parent enforces a wall-clock limit (the smaller of the run's and the deadline set
+with `run_limits`), kills the whole session on timeout or cancellation and, as the same
+throw-away uid, signals every process that escaped when no PID namespace holds them. Output goes
+to root-owned files capped by RLIMIT_FSIZE, so a flood of output cannot exhaust the parent's
+memory. The child lists the isolation steps it applied in `SandboxResult.isolation_applied`; if a
+step is impossible here, it records why in `SandboxResult.isolation_notes` and carries on with
+the remaining limits. Failure reasons come from what the supervisor and the parent observed
+(signals, the type and errno of an exception); text the code produced is only ever quoted.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import itertools
 import json
 import math
 import os
+import re
+import secrets
 import shutil
 import signal
 import stat
@@ -38,17 +56,29 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import IO, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 MAIN_FILE = "main.py"
 OUTPUT_LIMIT_CHARS = 20_000
 FILE_SIZE_LIMIT_BYTES = 8 * 1024 * 1024
+WORK_DIR_LIMIT_MB = 64
 MAX_PROCESSES = 32
 MAX_OPEN_FILES = 64
+# How much of a message the code wrote (an exception's text, its last line of output) a reason
+# quotes, and how much the child passes on.
+_QUOTE_CHARS = 200
+_MESSAGE_CHARS = 500
+_VERDICT_LIMIT_BYTES = 1024 * 1024
+# How often a run waiting for its process checks whether it was cancelled.
+_CANCEL_POLL_S = 0.05
 _STATUS_MARKER = "\x00sandbox-status\x00"
+_PID_NAMESPACE_STEP = "PID namespace"
 # Throw-away uids: one per run, so process limits and clean-up never touch another run.
 _UID_BASE = 2_000_000
 _UID_SPAN = 1_000_000
@@ -61,6 +91,21 @@ _SOCKET_DIRS = ("/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm")
 _SYSTEM_DIRS = frozenset({"/", "/usr", "/etc", "/dev", "/proc", "/sys"}) | frozenset(
     {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
 )
+_VALUE_TYPE_NAMES = "int, float, complex, str, bytes, bool, None, list, tuple, dict, set, frozenset"
+
+
+class FunctionTests(BaseModel):
+    """Unit tests of one function the code defines. The sandbox's supervisor runs them in its own
+    process, which the code cannot reach; they call the function through a pipe."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    entry_point: str = Field(pattern=r"^[A-Za-z_]\w*$", description="the function under test")
+    test: str = Field(min_length=1, description="Python defining check(candidate)")
+    setup: str = Field(
+        default="",
+        description="trusted code run in the tests' namespace first (helpers the tests call)",
+    )
 
 
 class SandboxResult(BaseModel):
@@ -68,13 +113,22 @@ class SandboxResult(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    ok: bool
-    exit_code: int | None
+    ok: bool = Field(
+        description="with tests: the supervisor saw every test pass; without: the code's "
+        "process exited with status 0"
+    )
+    exit_code: int | None = Field(
+        description="exit status of the code's process when it ended by itself (negative: "
+        "the signal that killed it); None when it was stopped or still serving the tests"
+    )
     stdout: str
     stderr: str
     timed_out: bool
     reason: str
     duration_ms: float = Field(ge=0)
+    failed_test: str | None = Field(
+        default=None, description="the line of the tests that was running when they failed"
+    )
     isolation_notes: list[str] = Field(
         default_factory=list, description="isolation steps that could not be applied, and why"
     )
@@ -83,19 +137,45 @@ class SandboxResult(BaseModel):
     )
 
 
+@dataclass(frozen=True)
+class _RunLimits:
+    deadline: float | None  # time.monotonic()
+    cancelled: threading.Event
+
+
+_RUN_LIMITS: ContextVar[_RunLimits | None] = ContextVar("sandbox_run_limits", default=None)
+
+
+@contextlib.contextmanager
+def run_limits(deadline: float | None, cancelled: threading.Event) -> Iterator[None]:
+    """Every `run_python` call made within (in this context) stops by `deadline` (a
+    `time.monotonic()` value), even if its own time limit is longer, and as soon as `cancelled`
+    is set, killing its processes."""
+    token = _RUN_LIMITS.set(_RunLimits(deadline, cancelled))
+    try:
+        yield
+    finally:
+        _RUN_LIMITS.reset(token)
+
+
 # The trusted part of the child. It runs as root inside the fresh session, isolates the process,
-# drops to the throw-away uid and only then executes the untrusted file. Kept free of imports
-# beyond the standard library's cheapest modules: it is on the critical path of every run.
+# drops to the throw-away uid, then forks the code's process and supervises it. Kept free of
+# imports beyond the standard library's cheapest modules: it is on the critical path of every
+# run.
 _BOOTSTRAP = r"""
-import ctypes, json, os, resource, runpy, sys
-cfg = json.loads(sys.argv[1])
+import builtins, ctypes, json, marshal, os, resource, signal, sys, types
+with os.fdopen(int(sys.argv[1]), "rb") as handle:
+    payload = json.loads(handle.read())
+cfg, program_files = payload["config"], payload["files"]
+work, uid, entry_point = cfg["work"], cfg["uid"], cfg["entry_point"]
 notes, applied = [], []
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
                        ctypes.c_void_p]
-CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
+CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+PR_SET_DUMPABLE = 4
 def err():
     return os.strerror(ctypes.get_errno())
 if libc.unshare(CLONE_NEWNET) != 0:
@@ -103,17 +183,24 @@ if libc.unshare(CLONE_NEWNET) != 0:
                  "sockets are NOT isolated")
 else:
     applied.append("network namespace: no network, no abstract Unix socket of the host")
-work = cfg["work"]
 def unescape(path):
     return path.encode().decode("unicode_escape")
-unhidden = ": file system is NOT read-only; host Unix sockets and working directory NOT hidden"
+private_mounts = False
+unhidden = (": file system is NOT read-only; host Unix sockets and working directory NOT hidden;"
+            " work directory size NOT limited")
 if libc.unshare(CLONE_NEWNS) != 0:
     notes.append("mount namespace unavailable (" + err() + ")" + unhidden)
 elif libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
     notes.append("cannot make mounts private (" + err() + ")" + unhidden)
 else:
-    if libc.mount(work.encode(), work.encode(), None, MS_BIND, None) != 0:
-        notes.append("cannot bind the work directory (" + err() + ")")
+    private_mounts = True
+    quota = "size=%dm,mode=700,uid=%d,gid=%d" % (cfg["disk_mb"], uid, uid)
+    if libc.mount(b"tmpfs", work.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, quota.encode()) == 0:
+        applied.append("work directory: a tmpfs of %d MB" % cfg["disk_mb"])
+    else:
+        notes.append("no tmpfs for the work directory (" + err() + "): its size is NOT limited")
+        if libc.mount(work.encode(), work.encode(), None, MS_BIND, None) != 0:
+            notes.append("cannot bind the work directory (" + err() + ")")
     # Cover each masked directory (socket directories, the arbiter's working directory, one the
     # throw-away uid cannot enter such as /root around /root/.pyenv) with an empty tmpfs, then
     # bind back the paths beneath it the code needs: the work directory and the interpreter.
@@ -152,6 +239,24 @@ else:
         if libc.mount(None, point.encode(), None, flags, None) != 0 and point in ("/", "/tmp"):
             notes.append("cannot make " + point + " read-only (" + err() + ")")
     applied.append("mount namespace: read-only outside the work directory")
+if libc.unshare(CLONE_NEWPID) != 0:
+    notes.append("PID namespace unavailable (" + err() + "): host processes are visible")
+else:
+    init = os.fork()
+    if init:
+        # This process stays outside the namespace only to wait for its first process.
+        for fd in (cfg["secret_fd"], cfg["verdict_fd"]):
+            os.close(fd)
+        code = os.waitstatus_to_exitcode(os.waitpid(init, 0)[1])
+        os._exit(code if code >= 0 else 128 - code)
+    if not private_mounts:
+        notes.append("PID namespace without its own /proc (no mount namespace): host processes"
+                     " are visible")
+    elif libc.mount(b"proc", b"/proc", b"proc", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                    None) != 0:
+        notes.append("cannot mount a private /proc (" + err() + "): host processes are visible")
+    else:
+        applied.append("PID namespace with its own /proc: no host process visible")
 limits = [
     (resource.RLIMIT_CPU, cfg["cpu_s"]),
     (resource.RLIMIT_AS, cfg["memory_bytes"]),
@@ -163,7 +268,6 @@ limits = [
 for which, value in limits:
     resource.setrlimit(which, (value, value))
 applied.append("resource limits: CPU, memory, file size, open files, processes, no core dump")
-uid = cfg["uid"]
 try:
     os.setgroups([])
     os.setresgid(uid, uid, uid)
@@ -171,14 +275,282 @@ try:
     applied.append("throw-away user " + str(uid))
 except OSError as error:
     notes.append("cannot drop privileges (" + str(error) + "): process limit is NOT enforced")
+# Without a uid change the kernel leaves the process dumpable: the code's process could then read
+# the supervisor's memory and descriptors (the tests, the nonce) through /proc.
+libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+os.chdir(work)  # the cwd inherited from Popen is the directory beneath the fresh tmpfs
+for name, text in program_files.items():
+    path = os.path.join(work, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
 sys.stderr.write(cfg["marker"] + json.dumps({"notes": notes, "applied": applied}) + "\n")
 sys.stderr.flush()
-for name in ("cfg", "notes", "applied", "libc", "limits", "mounts", "keep"):
-    globals().pop(name, None)  # `mounts` and `keep` exist only when the mount namespace does
-os.chdir(work)  # the cwd inherited from Popen is the directory under the fresh bind mount
-sys.path.insert(0, work)
-sys.argv = [work + "/main.py"]
-runpy.run_path(work + "/main.py", run_name="__main__")
+
+# ---- shared by both processes
+VALUE_TYPES = {int, float, complex, str, bytes, bool, type(None), list, tuple, dict, set,
+               frozenset}
+def foreign_type(value):
+    # The name of the first type in `value`, through containers, that is not a builtin value.
+    pending, seen = [value], set()
+    while pending:
+        item = pending.pop()
+        kind = type(item)
+        if kind not in VALUE_TYPES:
+            return kind.__name__
+        if kind in (list, tuple, set, frozenset, dict) and id(item) not in seen:
+            seen.add(id(item))
+            pending.extend(item)
+            if kind is dict:
+                pending.extend(item.values())
+    return None
+def fault(error):
+    try:
+        message = str(error)
+    except BaseException:
+        message = "(its message could not be read)"
+    number = getattr(error, "errno", None)
+    return (type(error).__name__, number if type(number) is int else None,
+            message[:cfg["message_chars"]])
+def send(fd, data):
+    data = len(data).to_bytes(8, "big") + data
+    while data:
+        data = data[os.write(fd, data):]
+def read_exact(fd, size):
+    chunks = []
+    while size:
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+def receive(fd):
+    header = read_exact(fd, 8)
+    return None if header is None else read_exact(fd, int.from_bytes(header, "big"))
+
+# ---- the code's process
+def load():
+    main = os.path.join(work, "main.py")
+    sys.path.insert(0, work)
+    sys.argv = [main]
+    module = types.ModuleType("__main__" if entry_point is None else "solution")
+    module.__file__ = main
+    sys.modules[module.__name__] = module
+    exec(compile(program_files["main.py"], main, "exec"), module.__dict__)
+    return module
+def leave(status):
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+    os._exit(status)
+def run_script(replies):
+    # The interpreter's own handling follows: the traceback, the exit status, atexit.
+    try:
+        load()
+    except SystemExit:
+        raise
+    except BaseException as error:
+        send(replies, marshal.dumps(fault(error)))
+        raise
+def serve(requests, replies):
+    try:
+        function = load().__dict__.get(entry_point)
+    except BaseException as error:
+        send(replies, marshal.dumps(("load-raised", fault(error))))
+        leave(1)
+    if not callable(function):
+        send(replies, marshal.dumps(("no-entry-point",)))
+        leave(1)
+    send(replies, marshal.dumps(("loaded",)))
+    while True:
+        request = receive(requests)
+        if request is None:
+            leave(0)
+        args, kwargs = marshal.loads(request)
+        try:
+            result = function(*args, **kwargs)
+        except Exception as error:
+            reply = ("function-raised", fault(error))
+        except BaseException as error:
+            send(replies, marshal.dumps(("function-aborted", fault(error))))
+            leave(1)
+        else:
+            foreign = foreign_type(result)
+            reply = ("returned", result) if foreign is None else (
+                "foreign-result", (foreign, None, ""))
+        try:
+            data = marshal.dumps(reply)
+        except Exception as error:
+            data = marshal.dumps(("unsendable-result", fault(error)))
+        send(replies, data)
+
+# ---- the supervisor
+class CandidateError(Exception):
+    "The function raised an exception of a type the tests' namespace does not know."
+class Stopped(BaseException):
+    "The function failed in a way no test may catch."
+def valid_fault(value):
+    return (type(value) is tuple and len(value) == 3 and type(value[0]) is str
+            and (value[1] is None or type(value[1]) is int) and type(value[2]) is str)
+def exit_code_of(program):
+    return os.waitstatus_to_exitcode(os.waitpid(program, 0)[1])
+def test_line(line_number, lines):
+    if line_number is None or not 0 < line_number <= len(lines):
+        return None
+    return lines[line_number - 1].strip()[:cfg["message_chars"]]
+def deepest_test_line_in(traceback):
+    found = None
+    while traceback is not None:
+        if traceback.tb_frame.f_code.co_filename == "<tests>":
+            found = traceback.tb_lineno
+        traceback = traceback.tb_next
+    return found
+def calling_test_line():
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename != "<tests>":
+        frame = frame.f_back
+    return None if frame is None else frame.f_lineno
+def failure(problem, error=None, exit_code=None, line=None):
+    return {"passed": False, "problem": problem, "error": error, "exit_code": exit_code,
+            "failed_test": line}
+class Candidate:
+    # Stands for the function in the tests: each call goes to the code's process.
+    def __init__(self, program, requests, replies, namespace, lines):
+        self.program, self.requests, self.replies = program, requests, replies
+        self.namespace, self.lines = namespace, lines
+        self.failure = None  # set once a call fails the code, whatever the tests then catch
+        self.raised = None  # the exception last raised for the function, with its fault
+    def stop(self, problem, error=None, exit_code=None):
+        line = test_line(calling_test_line(), self.lines)
+        self.failure = failure(problem, error, exit_code, line)
+        raise Stopped(problem)
+    def exception_for(self, error):
+        kind = self.namespace.get(error[0], builtins.__dict__.get(error[0]))
+        if isinstance(kind, type) and issubclass(kind, Exception):
+            try:
+                return kind(error[2])
+            except Exception:
+                pass
+        return CandidateError(error[0] + ": " + error[2])
+    def __call__(self, *args, **kwargs):
+        if self.failure is not None:
+            raise Stopped(self.failure["problem"])
+        try:
+            request = marshal.dumps((args, kwargs))
+        except ValueError as error:
+            self.stop("unsendable-argument", fault(error))
+        try:
+            send(self.requests, request)
+            reply = receive(self.replies)
+        except OSError:
+            reply = None
+        if reply is None:
+            self.stop("function-died", exit_code=exit_code_of(self.program))
+        try:
+            reply = marshal.loads(reply)
+        except Exception:
+            reply = None
+        kind = reply[0] if type(reply) is tuple and len(reply) == 2 else None
+        if kind == "returned":
+            foreign = foreign_type(reply[1])
+            if foreign is None:
+                return reply[1]
+            self.stop("foreign-result", (foreign, None, ""))
+        if kind in ("function-raised", "function-aborted", "foreign-result",
+                    "unsendable-result") and valid_fault(reply[1]):
+            if kind != "function-raised":
+                self.stop(kind, reply[1])
+            self.raised = (self.exception_for(reply[1]), reply[1])
+            raise self.raised[0]
+        self.stop("invalid-reply")
+def script_verdict(program, replies):
+    exit_code = exit_code_of(program)
+    # Read only what is there: a process the code forked may hold the pipe open.
+    os.set_blocking(replies, False)
+    try:
+        report = os.read(replies, 1 << 16)
+    except BlockingIOError:
+        report = b""
+    error = None
+    if exit_code != 0 and len(report) > 8:
+        try:
+            error = marshal.loads(report[8:8 + int.from_bytes(report[:8], "big")])
+        except Exception:
+            pass
+    return {"passed": None, "problem": None, "error": error if valid_fault(error) else None,
+            "exit_code": exit_code, "failed_test": None}
+def test_verdict(program, requests, replies, secret):
+    lines = secret["test"].splitlines()
+    namespace = {"__name__": "__tests__"}
+    try:
+        exec(compile(secret["setup"], "<setup>", "exec"), namespace)
+        exec(compile(secret["test"], "<tests>", "exec"), namespace)
+        check = namespace["check"]
+    except BaseException as error:
+        line = test_line(deepest_test_line_in(error.__traceback__), lines)
+        return failure("tests-broken", fault(error), line=line)
+    try:
+        report = marshal.loads(receive(replies) or b"")
+    except Exception:
+        report = None
+    if report is None:
+        return failure("load-died", exit_code=exit_code_of(program))
+    if type(report) is tuple and len(report) == 2 and report[0] == "load-raised" \
+            and valid_fault(report[1]):
+        return failure("load-raised", report[1])
+    if report == ("no-entry-point",):
+        return failure("no-entry-point")
+    if report != ("loaded",):
+        return failure("invalid-reply")
+    candidate = Candidate(program, requests, replies, namespace, lines)
+    namespace[entry_point] = candidate
+    try:
+        check(candidate)
+    except BaseException as error:
+        if candidate.failure is not None:
+            return candidate.failure
+        line = test_line(deepest_test_line_in(error.__traceback__), lines)
+        if candidate.raised is not None and error is candidate.raised[0]:
+            return failure("function-raised", candidate.raised[1], line=line)
+        problem = "assertion" if isinstance(error, AssertionError) else "tests-raised"
+        return failure(problem, fault(error), line=line)
+    return candidate.failure or {"passed": True, "problem": None, "error": None,
+                                 "exit_code": None, "failed_test": None}
+def supervise(program, requests, replies):
+    with os.fdopen(cfg["secret_fd"], "rb") as handle:
+        secret = json.loads(handle.read())
+    try:
+        if entry_point is None:
+            verdict = script_verdict(program, replies)
+        else:
+            verdict = test_verdict(program, requests, replies, secret)
+    except BaseException as error:
+        verdict = failure("supervisor-failed", fault(error))
+    verdict["nonce"] = secret["nonce"]
+    os.write(cfg["verdict_fd"], ("\n" + json.dumps(verdict) + "\n").encode())
+    try:
+        os.kill(program, signal.SIGKILL)
+    except OSError:
+        pass  # reaped already
+    os._exit(0)
+
+requests_in, requests_out = os.pipe()
+replies_in, replies_out = os.pipe()
+program = os.fork()
+if program == 0:
+    for fd in (cfg["secret_fd"], cfg["verdict_fd"], requests_out, replies_in):
+        os.close(fd)
+    if entry_point is None:
+        run_script(replies_out)
+    else:
+        serve(requests_in, replies_out)
+else:
+    for fd in (requests_in, replies_out):
+        os.close(fd)
+    supervise(program, requests_out, replies_in)
 """
 
 
@@ -258,11 +630,21 @@ def _kill_uid(uid: int) -> None:
     )
 
 
-def _read_capped(path: Path) -> str:
-    with path.open("rb") as handle:
-        data = handle.read(OUTPUT_LIMIT_CHARS * 4)
+@contextlib.contextmanager
+def _payload(directory: Path, content: Mapping[str, Any]) -> Iterator[IO[bytes]]:
+    """An unnamed file holding `content` as JSON, to hand to the child by descriptor."""
+    with tempfile.TemporaryFile(dir=directory) as handle:
+        handle.write(json.dumps(content).encode())
+        handle.flush()
+        handle.seek(0)
+        yield handle
+
+
+def _read_capped(handle: IO[bytes]) -> str:
+    handle.seek(0)
+    data = handle.read(OUTPUT_LIMIT_CHARS * 4)
     text = data.decode("utf-8", errors="replace")
-    if len(text) > OUTPUT_LIMIT_CHARS or path.stat().st_size > len(data):
+    if len(text) > OUTPUT_LIMIT_CHARS or os.fstat(handle.fileno()).st_size > len(data):
         return text[:OUTPUT_LIMIT_CHARS] + "\n[... output truncated]"
     return text
 
@@ -277,36 +659,332 @@ def _split_status(stderr: str) -> tuple[list[str], list[str], str, bool]:
     return status["notes"], status["applied"], rest, True
 
 
-def _failure_reason(
-    exit_code: int | None, timed_out: bool, stderr: str, timeout_s: float, memory_mb: int
-) -> str:
-    if timed_out:
-        return f"timed out: wall-clock limit of {timeout_s:g} s exceeded"
-    if exit_code is None or exit_code == 0:
-        return ""
-    if exit_code < 0:
-        signum = -exit_code
-        if signum == signal.SIGXCPU:
-            return "CPU time limit exceeded"
-        if signum == signal.SIGXFSZ:
-            return f"file size limit exceeded ({FILE_SIZE_LIMIT_BYTES} bytes)"
-        if signum == signal.SIGKILL:
-            return "killed (SIGKILL): CPU or memory limit exceeded"
-        return f"killed by signal {signal.Signals(signum).name}"
-    last = stderr.strip().splitlines()[-1] if stderr.strip() else ""
-    if "MemoryError" in last:
+_Problem = Literal[
+    "assertion",
+    "tests-raised",
+    "tests-broken",
+    "function-raised",
+    "function-aborted",
+    "function-died",
+    "foreign-result",
+    "unsendable-result",
+    "unsendable-argument",
+    "load-raised",
+    "load-died",
+    "no-entry-point",
+    "invalid-reply",
+    "supervisor-failed",
+]
+# (type name, errno, message) of an exception, as the process that caught it described it.
+_Fault = tuple[str, int | None, str]
+
+
+class _Verdict(BaseModel):
+    """The supervisor's record of a run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    nonce: str
+    passed: bool | None  # None: the code ran as a script, without tests
+    problem: _Problem | None
+    error: _Fault | None
+    exit_code: int | None
+    failed_test: str | None
+
+
+def _read_verdict(handle: IO[bytes], nonce: str) -> _Verdict | None:
+    """The supervisor's verdict: the last record carrying this run's nonce."""
+    handle.seek(0)
+    for line in reversed(handle.read(_VERDICT_LIMIT_BYTES).splitlines()):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("nonce") == nonce:
+            return _Verdict.model_validate(record)
+    return None
+
+
+def _quoted(text: str) -> str:
+    """Text the code produced, quoted so that it reads as its output, never as a diagnosis."""
+    return repr(text if len(text) <= _QUOTE_CHARS else text[:_QUOTE_CHARS] + "…")
+
+
+def _type_name(name: str) -> str:
+    return re.sub(r"[^\w.]", "_", name)[:60] or "_"
+
+
+_NETWORK_REFUSED = "network access refused"
+_ERRNO_LIMITS = {
+    errno.EFBIG: f"file size limit exceeded ({FILE_SIZE_LIMIT_BYTES} bytes)",
+    errno.ENOSPC: f"disk quota exceeded ({WORK_DIR_LIMIT_MB} MB work directory)",
+    errno.EDQUOT: f"disk quota exceeded ({WORK_DIR_LIMIT_MB} MB work directory)",
+    errno.EROFS: "write outside the sandbox directory refused (read-only file system)",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.EMFILE: f"open files limit exceeded ({MAX_OPEN_FILES} files)",
+    errno.ENETUNREACH: _NETWORK_REFUSED,
+    errno.ENETDOWN: _NETWORK_REFUSED,
+    errno.EHOSTUNREACH: _NETWORK_REFUSED,
+    errno.ECONNREFUSED: _NETWORK_REFUSED,
+}
+
+
+def _limit_hit(error: _Fault, memory_mb: int) -> str | None:
+    """The sandbox limit an exception of this type and errno stands for, if any."""
+    name, number, _ = error
+    if name == "MemoryError":
         return f"memory limit exceeded ({memory_mb} MB)"
-    if "BlockingIOError" in last and "Resource temporarily unavailable" in last:
+    if name == "BlockingIOError" and number == errno.EAGAIN:
         return f"process limit exceeded ({MAX_PROCESSES} processes)"
-    if "File too large" in last:
-        return f"file size limit exceeded ({FILE_SIZE_LIMIT_BYTES} bytes)"
-    if "Read-only file system" in last or "Permission denied" in last:
-        return f"write outside the sandbox directory refused: {last}"
-    if "Network is unreachable" in last or "Name or service not known" in last:
-        return f"network access refused: {last}"
-    if "ConnectionRefusedError" in last or "Temporary failure in name resolution" in last:
-        return f"network access refused: {last}"
-    return f"exited with code {exit_code}: {last}" if last else f"exited with code {exit_code}"
+    if name == "gaierror":
+        return _NETWORK_REFUSED
+    return None if number is None else _ERRNO_LIMITS.get(number)
+
+
+def _raised(actor: str, error: _Fault | None, memory_mb: int) -> str:
+    if error is None:
+        return f"{actor} failed"
+    said = f"{actor} raised {_type_name(error[0])}"
+    if error[2]:
+        said += f" with message {_quoted(error[2])}"
+    limit = _limit_hit(error, memory_mb)
+    return f"{limit}: {said}" if limit else said
+
+
+_SIGNAL_REASONS: dict[int, str] = {
+    signal.SIGXCPU: "CPU time limit exceeded",
+    signal.SIGXFSZ: f"file size limit exceeded ({FILE_SIZE_LIMIT_BYTES} bytes)",
+    signal.SIGKILL: "killed by SIGKILL (the CPU time limit, or the code itself)",
+}
+
+
+def _status_reason(exit_code: int | None) -> str:
+    if exit_code is None:
+        return "ended"
+    if exit_code >= 0:
+        return f"exited with code {exit_code}"
+    try:
+        name = signal.Signals(-exit_code).name
+    except ValueError:
+        name = str(-exit_code)
+    return _SIGNAL_REASONS.get(-exit_code, f"killed by signal {name}")
+
+
+def _last_output_line(stderr: str) -> str:
+    lines = stderr.strip().splitlines()
+    return f"; the last line it wrote to stderr: {_quoted(lines[-1])}" if lines else ""
+
+
+def _test_failure_reason(verdict: _Verdict, entry_point: str, memory_mb: int) -> str:
+    error = verdict.error
+    match verdict.problem:
+        case "assertion":
+            message = f" with message {_quoted(error[2])}" if error and error[2] else ""
+            return f"a test assertion failed{message}"
+        case "tests-raised":
+            return _raised("the tests", error, memory_mb)
+        case "tests-broken" | "unsendable-argument":
+            return "the task's tests cannot run: " + _raised("they", error, memory_mb)
+        case "function-raised":
+            return _raised("the function", error, memory_mb)
+        case "function-aborted":
+            return _raised("the function", error, memory_mb) + ", which ends its process"
+        case "function-died":
+            status = _status_reason(verdict.exit_code)
+            return f"the function's process ended during a call: {status}"
+        case "foreign-result":
+            name = _type_name(error[0]) if error else "?"
+            return f"the function returned a {name}, not a builtin value ({_VALUE_TYPE_NAMES})"
+        case "unsendable-result":
+            return "the function's result cannot be passed back: " + _raised("it", error, memory_mb)
+        case "load-raised":
+            return _raised("the code", error, memory_mb) + " while loading"
+        case "load-died":
+            return f"the code's process ended while loading: {_status_reason(verdict.exit_code)}"
+        case "no-entry-point":
+            return f"the code does not define the function {entry_point}"
+        case "invalid-reply":
+            return "the code's process sent the sandbox an invalid reply"
+        case "supervisor-failed" | None:
+            return _raised("the sandbox's supervisor", error, memory_mb)
+
+
+def _script_failure_reason(verdict: _Verdict, stderr: str, memory_mb: int) -> str:
+    if verdict.problem is not None:
+        return _raised("the sandbox's supervisor", verdict.error, memory_mb)
+    if verdict.error is not None and verdict.exit_code is not None and verdict.exit_code > 0:
+        return f"{_raised('the program', verdict.error, memory_mb)} (exit code {verdict.exit_code})"
+    reason = _status_reason(verdict.exit_code)
+    return reason + _last_output_line(stderr) if verdict.exit_code else reason
+
+
+_Stop = Literal["timed out", "cancelled"]
+
+
+def _kill(process: subprocess.Popen[bytes], why: _Stop) -> _Stop:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    return why
+
+
+def _wait(
+    process: subprocess.Popen[bytes], budget_s: float, cancelled: threading.Event | None
+) -> _Stop | None:
+    """Wait for the child; kill its session when the time is up or the run is cancelled."""
+    deadline = time.monotonic() + budget_s
+    while (left := deadline - time.monotonic()) > 0:
+        if cancelled is not None and cancelled.is_set():
+            return _kill(process, "cancelled")
+        try:
+            process.wait(timeout=left if cancelled is None else min(left, _CANCEL_POLL_S))
+        except subprocess.TimeoutExpired:
+            continue
+        return None
+    return _kill(process, "timed out")
+
+
+def _stop_reason(stop: _Stop, budget_s: float) -> str:
+    if stop == "cancelled":
+        return "stopped: the evaluation was cancelled or ran out of time"
+    if budget_s <= 0:
+        return "timed out: no time was left before the evaluation's deadline"
+    return f"timed out: wall-clock limit of {budget_s:g} s exceeded"
+
+
+def _not_run(stop: _Stop, budget_s: float) -> SandboxResult:
+    return SandboxResult(
+        ok=False,
+        exit_code=None,
+        stdout="",
+        stderr="",
+        timed_out=True,
+        reason=_stop_reason(stop, budget_s),
+        duration_ms=0.0,
+    )
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What the parent saw of one run of the child."""
+
+    stop: _Stop | None
+    returncode: int
+    verdict: _Verdict | None
+    stdout: str
+    stderr: str
+    reached_code: bool
+    notes: list[str]
+    applied: list[str]
+    duration_ms: float
+
+
+def _execute(
+    code: str,
+    files: Mapping[str, str],
+    tests: FunctionTests | None,
+    budget_s: float,
+    memory_mb: int,
+    cancelled: threading.Event | None,
+) -> _Run:
+    # Without root there is no uid to drop to: the code runs as the caller, and the bootstrap
+    # records which isolation steps the kernel refused.
+    privileged = os.geteuid() == 0
+    uid = _next_uid() if privileged else os.getuid()
+    nonce = secrets.token_hex(16)
+    secret = {"nonce": nonce, **(tests.model_dump(include={"test", "setup"}) if tests else {})}
+    base = Path(os.path.realpath(tempfile.mkdtemp(prefix="agency-sandbox-")))
+    try:
+        base.chmod(0o711)
+        work = base / "work"
+        work.mkdir()
+        if privileged:
+            os.chown(work, uid, uid)
+        with contextlib.ExitStack() as stack:
+            tests_file = stack.enter_context(_payload(base, secret))
+            verdict_file, out, err = (
+                stack.enter_context(tempfile.TemporaryFile(dir=base)) for _ in range(3)
+            )
+            config = {
+                "work": str(work),
+                "uid": uid,
+                "entry_point": tests.entry_point if tests else None,
+                # One second above the wall-clock limit, so a single-threaded spin is reported
+                # as a timeout; the CPU limit catches threads burning several cores at once.
+                "cpu_s": math.ceil(budget_s) + 1,
+                "memory_bytes": memory_mb * 1024 * 1024,
+                "fsize_bytes": FILE_SIZE_LIMIT_BYTES,
+                "disk_mb": WORK_DIR_LIMIT_MB,
+                "nofile": MAX_OPEN_FILES,
+                "nproc": MAX_PROCESSES,
+                "marker": _STATUS_MARKER,
+                "masks": _masks(str(work)),
+                "message_chars": _MESSAGE_CHARS,
+                "secret_fd": tests_file.fileno(),
+                "verdict_fd": verdict_file.fileno(),
+            }
+            # Handed over as a file rather than in argv, where /proc would show it to the code.
+            program = stack.enter_context(
+                _payload(base, {"config": config, "files": {MAIN_FILE: code, **files}})
+            )
+            env = {
+                "PATH": "/usr/local/bin:/usr/bin:/bin",
+                "HOME": str(work),
+                "TMPDIR": str(work),
+                "LANG": "C.UTF-8",
+                "PYTHONDONTWRITEBYTECODE": "1",
+                "PYTHONHASHSEED": "0",
+                "OPENBLAS_NUM_THREADS": "1",
+                "OMP_NUM_THREADS": "1",
+            }
+            started = time.perf_counter()
+            process = subprocess.Popen(
+                [sys.executable, "-I", "-c", _BOOTSTRAP, str(program.fileno())],
+                cwd=work,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+                pass_fds=(program.fileno(), tests_file.fileno(), verdict_file.fileno()),
+            )
+            # The child has its own copies. Where it runs as the caller's uid (no root), code
+            # could otherwise open this process's copy of the tests through /proc.
+            program.close()
+            tests_file.close()
+            stop = _wait(process, budget_s, cancelled)
+            duration_ms = (time.perf_counter() - started) * 1000
+            notes, applied, stderr, reached_code = _split_status(_read_capped(err))
+            contained = any(step.startswith(_PID_NAMESPACE_STEP) for step in applied)
+            if privileged and (stop is not None or not contained):
+                _kill_uid(uid)
+            return _Run(
+                stop=stop,
+                returncode=process.returncode,
+                verdict=_read_verdict(verdict_file, nonce),
+                stdout=_read_capped(out),
+                stderr=stderr,
+                reached_code=reached_code,
+                notes=notes,
+                applied=applied,
+                duration_ms=duration_ms,
+            )
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _failure_reason(run: _Run, tests: FunctionTests | None, budget_s: float, memory_mb: int) -> str:
+    if run.stop is not None:
+        return _stop_reason(run.stop, budget_s)
+    if run.verdict is None:
+        status = _status_reason(run.returncode) + _last_output_line(run.stderr)
+        if not run.reached_code:
+            return f"sandbox failed to start: {status}"
+        return f"the sandbox's supervisor ended without a verdict: {status}"
+    if tests is not None:
+        return _test_failure_reason(run.verdict, tests.entry_point, memory_mb)
+    return _script_failure_reason(run.verdict, run.stderr, memory_mb)
 
 
 def run_python(
@@ -315,94 +993,42 @@ def run_python(
     timeout_s: float = 5.0,
     memory_mb: int = 512,
     files: Mapping[str, str] | None = None,
+    tests: FunctionTests | None = None,
 ) -> SandboxResult:
-    """Run `code` as `main.py` in a throw-away directory holding `files`; never raises for the
-    code's own failures (they come back as `ok=False` with a reason)."""
+    """Run `code` as `main.py` in a throw-away directory holding `files`, or, with `tests`, load
+    it as a module and run the tests against its function; never raises for the code's own
+    failures (they come back as `ok=False` with a reason). The run ends by `timeout_s` or the
+    deadline of the enclosing `run_limits`, whichever comes first."""
     if timeout_s <= 0:
         raise ValueError(f"timeout_s: must be > 0, got {timeout_s}")
     if memory_mb < 64:
         raise ValueError(f"memory_mb: must be >= 64 (the interpreter needs it), got {memory_mb}")
-    extra = {_validated_relative(name): content for name, content in (files or {}).items()}
-    # Without root there is no uid to drop to: the code runs as the caller, and the bootstrap
-    # records which isolation steps the kernel refused.
-    privileged = os.geteuid() == 0
-    uid = _next_uid() if privileged else os.getuid()
-    base = Path(os.path.realpath(tempfile.mkdtemp(prefix="agency-sandbox-")))
-    try:
-        base.chmod(0o711)
-        work = base / "work"
-        work.mkdir()
-        (work / MAIN_FILE).write_text(code, encoding="utf-8")
-        for relative, content in extra.items():
-            target = work / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(content, encoding="utf-8")
-        for directory, _, names in os.walk(work) if privileged else ():
-            os.chown(directory, uid, uid)
-            for name in names:
-                os.chown(os.path.join(directory, name), uid, uid)
-        config = {
-            "work": str(work),
-            "uid": uid,
-            # One second above the wall-clock limit, so a single-threaded spin is reported as a
-            # timeout; the CPU limit catches threads burning several cores at once.
-            "cpu_s": math.ceil(timeout_s) + 1,
-            "memory_bytes": memory_mb * 1024 * 1024,
-            "fsize_bytes": FILE_SIZE_LIMIT_BYTES,
-            "nofile": MAX_OPEN_FILES,
-            "nproc": MAX_PROCESSES,
-            "marker": _STATUS_MARKER,
-            "masks": _masks(str(work)),
-        }
-        env = {
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "HOME": str(work),
-            "TMPDIR": str(work),
-            "LANG": "C.UTF-8",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONHASHSEED": "0",
-            "OPENBLAS_NUM_THREADS": "1",
-            "OMP_NUM_THREADS": "1",
-        }
-        out_path, err_path = base / "stdout", base / "stderr"
-        started = time.perf_counter()
-        with out_path.open("wb") as out, err_path.open("wb") as err:
-            process = subprocess.Popen(
-                [sys.executable, "-I", "-c", _BOOTSTRAP, json.dumps(config)],
-                cwd=work,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                start_new_session=True,
-                close_fds=True,
-            )
-            timed_out = False
-            try:
-                exit_code: int | None = process.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-                exit_code = None
-        duration_ms = (time.perf_counter() - started) * 1000
-        if privileged:
-            _kill_uid(uid)
-        notes, applied, stderr, reached_code = _split_status(_read_capped(err_path))
-        stdout = _read_capped(out_path)
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
-    reason = _failure_reason(exit_code, timed_out, stderr, timeout_s, memory_mb)
-    if not reached_code and not timed_out and exit_code != 0:
-        reason = f"sandbox failed to start: {reason}"
+    extra = {str(_validated_relative(name)): text for name, text in (files or {}).items()}
+    limits = _RUN_LIMITS.get()
+    budget_s = timeout_s
+    if limits is not None and limits.deadline is not None:
+        budget_s = min(timeout_s, limits.deadline - time.monotonic())
+    cancelled = limits.cancelled if limits is not None else None
+    if cancelled is not None and cancelled.is_set():
+        return _not_run("cancelled", budget_s)
+    if budget_s <= 0:
+        return _not_run("timed out", budget_s)
+    run = _execute(code, extra, tests, budget_s, memory_mb, cancelled)
+    verdict = run.verdict
+    ok = (
+        run.stop is None
+        and verdict is not None
+        and (verdict.passed is True if tests is not None else verdict.exit_code == 0)
+    )
     return SandboxResult(
-        ok=exit_code == 0 and not timed_out,
-        exit_code=exit_code,
-        stdout=stdout,
-        stderr=stderr,
-        timed_out=timed_out,
-        reason=reason,
-        duration_ms=duration_ms,
-        isolation_notes=notes,
-        isolation_applied=applied,
+        ok=ok,
+        exit_code=verdict.exit_code if verdict is not None else None,
+        stdout=run.stdout,
+        stderr=run.stderr,
+        timed_out=run.stop is not None,
+        reason="" if ok else _failure_reason(run, tests, budget_s, memory_mb),
+        duration_ms=run.duration_ms,
+        failed_test=verdict.failed_test if verdict is not None else None,
+        isolation_notes=run.notes,
+        isolation_applied=run.applied,
     )

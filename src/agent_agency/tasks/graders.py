@@ -23,7 +23,7 @@ from pydantic import (
     field_validator,
 )
 
-from agent_agency.caws.sandbox import run_python
+from agent_agency.caws.sandbox import FunctionTests, run_python
 from agent_agency.records import GraderSpec, Task, ToolUse, invalid
 from agent_agency.tasks.answers import (
     assemble_program,
@@ -234,22 +234,27 @@ register_grader(Grader("text-rules", TextRulesReference, _check_text_rules))
 # --------------------------------------------------------------------------------------------
 
 
+MAX_TEST_TIMEOUT_S = 60.0
+
+
 class PythonTestsReference(Reference):
     entry_point: str = Field(min_length=1, pattern=r"^[A-Za-z_]\w*$")
     test: str = Field(min_length=1, description="Python defining check(candidate)")
     prompt: str = Field(default="", description="code the completion continues (may be empty)")
-    timeout_s: float = Field(default=10.0, gt=0)
+    timeout_s: float = Field(default=10.0, gt=0, le=MAX_TEST_TIMEOUT_S)
 
 
-def build_test_program(ref: PythonTestsReference, completion: str) -> str:
-    program = assemble_program(ref.prompt, completion, ref.entry_point)
-    return f"{program}\n\n{ref.test}\n\ncheck({ref.entry_point})\n"
-
-
-def _failing_assertion(stderr: str) -> str | None:
-    lines = [line.strip() for line in stderr.splitlines()]
-    asserts = [line for line in lines if line.startswith("assert ")]
-    return asserts[-1] if asserts else None
+def _setup_for_tests(ref: PythonTestsReference) -> str:
+    """The prompt as code the tests run first, for the helpers they call (HumanEval's `poly`,
+    `encode_cyclic`): the tests use the task's own definitions, never the answer's. A prompt that
+    ends in a signature gets a body; one that does not compile even then is left out."""
+    for setup in (ref.prompt, assemble_program(ref.prompt, "pass", ref.entry_point)):
+        try:
+            compile(setup, "<setup>", "exec")
+        except (SyntaxError, ValueError):
+            continue
+        return setup
+    return ""
 
 
 def _check_python_tests(
@@ -257,11 +262,12 @@ def _check_python_tests(
 ) -> GradeResult:
     if not output.strip():
         return _result(0.0, ["The answer is empty: return the complete Python function"], "")
-    outcome = run_python(build_test_program(ref, output), timeout_s=ref.timeout_s)
+    tests = FunctionTests(entry_point=ref.entry_point, test=ref.test, setup=_setup_for_tests(ref))
+    program = assemble_program(ref.prompt, output, ref.entry_point)
+    outcome = run_python(program, timeout_s=ref.timeout_s, tests=tests)
     if outcome.ok:
         return GradeResult(passed=True, score=1.0, reason="all tests passed")
-    assertion = _failing_assertion(outcome.stderr)
-    detail = f" (failing check: {assertion})" if assertion else ""
+    detail = f" (failing check: {outcome.failed_test})" if outcome.failed_test else ""
     reason = f"tests failed: {outcome.reason}{detail}"
     feedback = (
         f"Your function `{ref.entry_point}` fails its tests: {outcome.reason}{detail}. "
