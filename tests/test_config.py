@@ -105,7 +105,7 @@ def test_duplicate_agents_and_unknown_agent_lookup() -> None:
 def test_rubric_weights_validated() -> None:
     with pytest.raises(ConfigError, match="unknown rubric weight 'style'"):
         parse_config({"evaluation": {"weights": {"style": 1.0}}})
-    with pytest.raises(ConfigError, match="must be >= 0"):
+    with pytest.raises(ConfigError, match="must be between 0 and 1000, got -1.0"):
         parse_config({"evaluation": {"weights": {"task": -1.0}}})
 
 
@@ -126,7 +126,10 @@ def test_unknown_agent_in_run_names_field_and_known_agents(tmp_path: Path) -> No
             {"run": {"agents": ["x"]}},
             "run.agents.0: unknown agent 'x'; configured agents: direct@1, stepwise@1, toolsmith@1",
         ),
-        ({"evaluation": {"weights": {"task": -1.0}}}, "evaluation.weights.task: must be >= 0"),
+        (
+            {"evaluation": {"weights": {"task": -1.0}}},
+            "evaluation.weights.task: must be between 0 and 1000, got -1.0",
+        ),
         (
             {"evaluation": {"weights": {"style": 1.0}}},
             "evaluation.weights.style: unknown rubric weight 'style'; known: cost, format,",
@@ -236,3 +239,59 @@ def test_local_backend_model_must_be_the_embedded_one_or_a_gguf_file() -> None:
 
     with pytest.raises(ValueError, match="model file /models/tiny.gguf not found"):
         build_backend(config.agents[0])
+
+
+def test_an_unknown_parent_names_the_field() -> None:
+    agents = [{"name": "a"}, {"name": "b", "parent": "nosuch@9"}]
+    with pytest.raises(ConfigError) as error:
+        parse_config({"agents": agents}, source="agency.yaml")
+    assert "\n  agents.1.parent: unknown agent 'nosuch@9'; configured agents: a@1, b@1" in str(
+        error.value
+    )
+
+
+def test_a_bare_parent_name_is_that_name_s_first_version() -> None:
+    config = parse_config({"agents": [{"name": "a"}, {"name": "a", "version": "2", "parent": "a"}]})
+    assert config.agent("a@2").parent == "a"
+    with pytest.raises(ConfigError, match=r"agents\.0\.parent: a@1 descends from itself"):
+        parse_config({"agents": [{"name": "a", "parent": "a"}]})
+
+
+@pytest.mark.parametrize(
+    ("data", "line"),
+    [
+        ({"routing": {"seed": -1}}, "routing.seed: Input should be greater than or equal to 0"),
+        (
+            {"routing": {"linear_alpha": 1e308}},
+            "routing.linear_alpha: Input should be less than or equal to 100",
+        ),
+        ({"routing": {"ucb_c": float("inf")}}, "routing.ucb_c: Input should be a finite number"),
+        (
+            {"routing": {"breaker": {"cooldown_s": float("nan")}}},
+            "routing.breaker.cooldown_s: Input should be a finite number",
+        ),
+        (
+            {"evaluation": {"weights": {"format": float("nan"), "task": 1.0}}},
+            "evaluation.weights.format: Input should be a finite number",
+        ),
+        (
+            {"evaluation": {"weights": {"format": float("inf"), "task": 1.0}}},
+            "evaluation.weights.format: Input should be a finite number",
+        ),
+        (
+            {"evaluation": {"weights": {"task": 1e308, "format": 1e308}}},
+            "evaluation.weights.task: must be between 0 and 1000, got 1e+308",
+        ),
+        ({"run": {"task_timeout_s": float("inf")}}, "run.task_timeout_s: Input should be a finite"),
+        (
+            {"evaluation": {"judges": [{"name": "tone", "agent": "direct", "criteria": "   "}]}},
+            "evaluation.judges.0.criteria: must not be empty or blank",
+        ),
+    ],
+)
+def test_values_that_would_fail_at_run_time_are_rejected_at_load(
+    data: dict[str, object], line: str
+) -> None:
+    with pytest.raises(ConfigError) as error:
+        parse_config(data, source="agency.yaml")
+    assert f"\n  {line}" in str(error.value)

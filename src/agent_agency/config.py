@@ -35,7 +35,8 @@ class ConfigError(ValueError):
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # NaN and infinity pass every bound (NaN fails no comparison) and break arithmetic later.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -151,7 +152,9 @@ def default_team() -> list[AgentSpec]:
 
 class BreakerSettings(Section):
     failure_threshold: int = Field(default=3, gt=0, description="consecutive failures to open")
-    cooldown_s: float = Field(default=30.0, ge=0, description="seconds before half-open")
+    cooldown_s: float = Field(
+        default=30.0, ge=0, le=86_400, description="seconds before half-open (at most a day)"
+    )
 
 
 class RoutingSettings(Section):
@@ -159,8 +162,10 @@ class RoutingSettings(Section):
     per_task_type: dict[str, RoutingStrategy] = Field(default_factory=dict)
     epsilon: float = Field(default=0.1, ge=0.0, le=1.0)
     epsilon_decay: float = Field(default=0.999, gt=0.0, le=1.0)
-    ucb_c: float = Field(default=2.0, gt=0.0)
-    linear_alpha: float = Field(default=1.0, gt=0.0)
+    # Exploration weights: far above a useful value at 100, and low enough that scores times
+    # them stay finite.
+    ucb_c: float = Field(default=2.0, gt=0.0, le=100.0)
+    linear_alpha: float = Field(default=1.0, gt=0.0, le=100.0)
     quality_weight: float = Field(
         default=0.5, ge=0.0, le=1.0, description="weight of quality vs success in the reward"
     )
@@ -169,7 +174,7 @@ class RoutingSettings(Section):
     )
     fallback: bool = True
     breaker: BreakerSettings = Field(default_factory=BreakerSettings)
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=0)
     propensity_draws: int = Field(
         default=64, gt=0, description="posterior draws that estimate Thompson propensities"
     )
@@ -223,14 +228,24 @@ class GateSpec(Section):
         return params
 
 
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise invalid("must not be empty or blank")
+    return text
+
+
 class JudgeSpec(Section):
     """A model judge: a configured agent's backend grading answers against `criteria`."""
 
-    name: str = Field(min_length=1)
+    name: Annotated[str, AfterValidator(_not_blank)]
     agent: str = Field(description="name of a configured agent whose backend judges")
-    criteria: str = Field(min_length=1)
+    criteria: Annotated[str, AfterValidator(_not_blank)]
     task_types: list[str] = Field(default_factory=list, description="empty means every type")
     max_retries: int = Field(default=1, ge=0)
+
+
+# Weights are relative (the rubric is their weighted mean); the bound keeps their sum finite.
+MAX_RUBRIC_WEIGHT = 1_000.0
 
 
 class EvaluationSettings(Section):
@@ -260,10 +275,24 @@ class EvaluationSettings(Section):
                     f"unknown rubric weight {name!r}; known: {', '.join(sorted(known))}",
                     field=f"weights.{name}",
                 )
-            if weight < 0:
-                raise invalid(f"must be >= 0, got {weight}", field=f"weights.{name}")
+            if not 0 <= weight <= MAX_RUBRIC_WEIGHT:
+                raise invalid(
+                    f"must be between 0 and {MAX_RUBRIC_WEIGHT:g}, got {weight}",
+                    field=f"weights.{name}",
+                )
         if sum(self.weights.values()) <= 0:
             raise invalid("rubric weights must not all be zero", field="weights")
+        return self
+
+    @model_validator(mode="after")
+    def _gates_apply_to_their_task_type(self) -> EvaluationSettings:
+        from agent_agency.caws.gates import GATES
+
+        for task_type, specs in self.gates.items():
+            for index, spec in enumerate(specs):
+                reason = GATES[spec.name].never_applies_to(task_type)
+                if reason is not None:
+                    raise invalid(reason, field=f"gates.{task_type}.{index}.name")
         return self
 
 
@@ -439,8 +468,17 @@ class AgencyConfig(Section):
         return self
 
     def _parents_form_no_cycle(self) -> None:
+        """Each parent names a configured agent (`name@version`, or `name` for its first
+        configured version) and no agent descends from itself."""
         keys = {spec.key: index for index, spec in enumerate(self.agents)}
-        parent_of = {spec.key: spec.parent for spec in self.agents if spec.parent in keys}
+        parent_of: dict[str, str] = {}
+        for index, spec in enumerate(self.agents):
+            if spec.parent is None:
+                continue
+            try:
+                parent_of[spec.key] = self.agent(spec.parent).key
+            except KeyError as error:  # it says which agents are configured
+                raise invalid(error.args[0], field=f"agents.{index}.parent") from None
         for start in parent_of:
             seen: set[str] = {start}
             key: str | None = parent_of[start]

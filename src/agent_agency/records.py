@@ -375,6 +375,10 @@ class GateResult(Record):
     reason: str = ""
 
 
+RubricDimension = Literal["format", "tool", "task", "minimal", "cost", "safety"]
+Weight = Annotated[float, Field(ge=0.0)]
+
+
 class RubricScores(Record):
     format: float = Field(default=0.0, ge=0.0, le=1.0)
     tool: float = Field(default=0.0, ge=0.0, le=1.0)
@@ -498,11 +502,17 @@ class ExecutionMetrics(Record):
 
 
 class EvaluationMetrics(Record):
+    """What the quality score (the reward) was made of: the gates, the rubric, the weights that
+    were applied to it and the model judges' verdicts (empty in points stored before they were
+    recorded)."""
+
     evaluation_id: str
     quality_score: float = Field(ge=0.0, le=1.0)
     passed_all_mandatory: bool
     gates: list[GateResult] = Field(default_factory=list)
     rubric: RubricScores = Field(default_factory=RubricScores)
+    weights: dict[RubricDimension, Weight] = Field(default_factory=dict)
+    judges: list[JudgeVerdict] = Field(default_factory=list)
     minimal_diff: MinimalDiffMetrics | None = None
 
 

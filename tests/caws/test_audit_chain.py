@@ -226,9 +226,48 @@ def test_entries_cut_off_the_end_are_caught_against_a_head_kept_elsewhere(engine
     sql(engine, "DELETE FROM audit_log WHERE seq >= 6")
     assert log.verify().ok  # the chain alone cannot tell
     report = log.verify(expect_head=head)
-    assert not report.ok and report.first_bad_seq == 6 and report.entries == 5
+    assert not report.ok and report.first_bad_seq is None and report.entries == 5
     assert f"no entry has the expected head hash {head}" in report.problem
     assert AuditLog(engine).verify(expect_head=GENESIS_HASH).ok
+
+
+def rewrite_from(engine: Engine, first_seq: int, payload: str) -> None:
+    """Give entry `first_seq` a new payload and recompute every hash from there on, as someone
+    who can write the table and knows the hashing can."""
+    with engine.begin() as connection:
+        rows = connection.execute(text("SELECT * FROM audit_log ORDER BY seq")).all()
+        prev = GENESIS_HASH
+        for row in rows:
+            if row.seq < first_seq:
+                prev = row.entry_hash
+                continue
+            body = payload if row.seq == first_seq else row.payload
+            created_at = datetime.fromisoformat(row.created_at)
+            digest = entry_hash(row.seq, row.kind, row.record_id, created_at, prev, body)
+            connection.execute(
+                text(
+                    "UPDATE audit_log SET payload = :body, prev_hash = :prev, entry_hash = :digest"
+                    " WHERE seq = :seq"
+                ),
+                {"body": body, "prev": prev, "digest": digest, "seq": row.seq},
+            )
+            prev = digest
+
+
+def test_a_rewritten_tail_is_caught_only_against_a_head_kept_elsewhere(engine: Engine) -> None:
+    log = filled(engine)
+    head = log.head_hash()
+    rewrite_from(engine, 2, '{"gates":["tests-pass"],"overall_score":1.0}')
+    assert log.verify().ok  # the chain is not keyed: a consistent rewrite holds on its own
+    report = log.verify(expect_head=head)
+    assert not report.ok and report.first_bad_seq is None and report.entries == 6
+    assert "rewritten or cut short after that head was recorded" in report.problem
+    assert "deleted" not in report.problem
+
+
+def test_an_expected_head_in_upper_case_is_the_same_hash(engine: Engine) -> None:
+    log = filled(engine)
+    assert log.verify(expect_head=log.head_hash().upper()).ok
 
 
 def test_appending_after_verification_continues_the_chain(engine: Engine) -> None:
@@ -257,9 +296,12 @@ def test_cli_verify_checks_an_expected_head(db_url: str, engine: Engine) -> None
     ok = runner.invoke(audit_app, ["verify", "--db", db_url, "--expect-head", head])
     assert ok.exit_code == 0, ok.output
     assert "it holds the expected head" in ok.output
+    upper = runner.invoke(audit_app, ["verify", "--db", db_url, "--expect-head", head.upper()])
+    assert upper.exit_code == 0, upper.output
     sql(engine, "DELETE FROM audit_log WHERE seq = 6")
     cut = runner.invoke(audit_app, ["verify", "--db", db_url, "--expect-head", head])
-    assert cut.exit_code == 1 and "broken at entry 6" in cut.output
+    assert cut.exit_code == 1 and "Audit chain broken: no entry has the expected head" in cut.output
+    assert "rewritten or cut short" in cut.output and "at entry" not in cut.output
     bad = runner.invoke(audit_app, ["verify", "--db", db_url, "--expect-head", "abc"])
     assert bad.exit_code == 2
     assert "--expect-head: 'abc' is not a SHA-256 hash (64 hex digits)" in bad.output

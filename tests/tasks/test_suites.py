@@ -1,4 +1,5 @@
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -209,3 +210,39 @@ def test_readme_example_line_is_a_valid_task() -> None:
     readme = (Path(__file__).parents[2] / "src/agent_agency/tasks/README.md").read_text()
     line = next(text for text in readme.splitlines() if text.startswith('{"id"'))
     assert parse_task_line(line, source="README.md", line=1).id == "arithmetic-001"
+
+
+EDIT = {
+    "id": "e-1",
+    "type": "code-editing",
+    "prompt": "Fix add.",
+    "grader": {
+        "kind": "python-tests",
+        "reference": {"entry_point": "add", "test": "def check(c):\n    assert c(1, 2) == 3\n"},
+    },
+    "metadata": {"original_code": "def add(a, b):\n    return a - b\n"},
+}
+
+
+@pytest.mark.parametrize(
+    ("original", "message"),
+    [
+        (
+            "def add(:\n  pass\n",
+            r"metadata.original_code: not valid Python: invalid syntax \(line 1",
+        ),
+        (123, "metadata.original_code: must be a string of Python code, got int"),
+        (" \n", "metadata.original_code: must not be empty or blank"),
+        (None, r"metadata.original_code: required for code-editing tasks"),
+    ],
+)
+def test_a_code_edit_needs_original_code_that_parses(
+    tmp_path: Path, original: object, message: str
+) -> None:
+    metadata = {} if original is None else {"original_code": original}
+    path = write_lines(
+        tmp_path, json.dumps(EDIT), json.dumps(dict(EDIT, id="e-2", metadata=metadata))
+    )
+    with pytest.raises(TaskFileError, match=f"^{re.escape(str(path))}:2: {message}"):
+        load_suite_file(path)
+    assert [task.id for task in load_suite_file(write_lines(tmp_path, json.dumps(EDIT)))] == ["e-1"]

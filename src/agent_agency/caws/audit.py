@@ -5,9 +5,11 @@ previous entry's hash and its own, the SHA-256 over its sequence number, kind, r
 timestamp, previous hash and payload. Because the sequence number is hashed, moving an entry
 breaks it just as editing does; because each entry names its predecessor's hash, deleting or
 inserting one breaks the link after it. `verify` walks the whole chain and names the first entry
-that does not hold. The chain alone cannot show that entries were cut off its end: keep the
-head's hash elsewhere (`head_hash()`; `agency run` writes it to its report) and pass it to
-`verify(expect_head=...)`, which then fails unless that entry is still in the chain.
+that does not hold. The chain is not keyed: whoever can write the table can edit an entry and
+recompute every hash after it, or cut entries off its end, and the chain alone still holds. Keep
+the head's hash elsewhere (`head_hash()`; `agency run` writes it to its report) and pass it to
+`verify(expect_head=...)`, which then fails unless that entry is still in the chain; which entry
+was edited or cut off cannot be told then.
 """
 
 from __future__ import annotations
@@ -229,7 +231,10 @@ class AuditLog:
     def verify(self, expect_head: str | None = None) -> AuditReport:
         """Walk the chain from the first entry; the report names the first entry that was
         edited, deleted, inserted or moved. With `expect_head` (an earlier `head_hash()`) the
-        chain must also still hold that entry: entries cut off its end fail too."""
+        chain must also still hold that entry (its hash may be given in upper case): a chain
+        rewritten from an entry before it, or cut off before it, fails too."""
+        if expect_head is not None:
+            expect_head = expect_head.lower()
         expected_seq, prev, count = 1, GENESIS_HASH, 0
         seen_head = expect_head in (None, GENESIS_HASH)
         query = select(
@@ -260,13 +265,15 @@ class AuditLog:
                 seen_head = seen_head or prev == expect_head
                 expected_seq += 1
         if not seen_head:
+            # Each link holds, so the chain was rewritten (entries edited and every hash after
+            # them recomputed) or cut off: where cannot be told from the chain alone.
             return AuditReport(
                 ok=False,
                 entries=count,
-                first_bad_seq=count + 1,
                 problem=(
-                    f"no entry has the expected head hash {expect_head}: the entries after "
-                    f"entry {count} were deleted, or the hash is from another audit trail"
+                    f"no entry has the expected head hash {expect_head}: the chain was rewritten "
+                    "or cut short after that head was recorded (which entries were edited or "
+                    "removed cannot be told), or the hash is from another audit trail"
                 ),
                 head_hash=prev,
             )

@@ -37,14 +37,14 @@ def verify(
         typer.Option(
             "--expect-head",
             help="a head hash kept from earlier (agency-run.json's audit_head): fail unless the "
-            "chain still holds that entry, so entries cut off its end are caught too",
+            "chain still holds that entry, so a chain rewritten or cut short since is caught too",
         ),
     ] = None,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Check the whole chain; exit 1 naming the first entry that was edited, deleted or moved."""
-    if expect_head is not None and not re.fullmatch(r"[0-9a-f]{64}", expect_head):
+    if expect_head is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", expect_head):
         raise fail(f"--expect-head: {expect_head!r} is not a SHA-256 hash (64 hex digits)")
     url = load_settings(config, db).storage.url
     missing = missing_sqlite_file(url)
@@ -68,8 +68,9 @@ def verify(
     finally:
         engine.dispose()
     if not report.ok:
+        where = "" if report.first_bad_seq is None else f" at entry {report.first_bad_seq}"
         console.print(
-            f"[bold red]Audit chain broken at entry {report.first_bad_seq}[/bold red]: "
+            f"[bold red]Audit chain broken{where}[/bold red]: "
             f"{report.problem} ({report.entries} entries read)",
             soft_wrap=True,  # hashes stay whole
         )

@@ -28,6 +28,7 @@ from agent_agency.caws.minimal_diff import minimal_diff_metrics
 from agent_agency.caws.rubric import (
     applied_weights,
     caws_compliant,
+    gated_score,
     overall_score,
     passed_all_mandatory,
     rubric_scores,
@@ -78,7 +79,7 @@ class Evaluator:
             task, iteration, gates, code=code, minimal_diff=diff, judges=verdicts
         )
         weights = applied_weights(self.settings.weights, applicable)
-        overall = overall_score(rubric, weights)
+        overall = gated_score(overall_score(rubric, weights), gates, self.settings.pass_threshold)
         return Evaluation(
             task_id=task.id,
             task_type=task.type,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import difflib
 from collections import Counter
+from typing import TypeGuard
 
 from agent_agency.records import MinimalDiffMetrics
 
@@ -20,6 +21,7 @@ NEW_IMPORT_PENALTY = 0.1
 PRINT_PENALTY = 0.15
 DEAD_BRANCH_PENALTY = 0.2
 TEST_EDIT_PENALTY = 0.3
+MODULE_CODE_PENALTY = 0.25
 # A fix that changes up to this share of the original lines is not penalised for its size.
 FREE_LINE_CHANGE_RATIO = 0.3
 SIMILARITY_FLOOR = 0.7
@@ -46,12 +48,20 @@ def _node_tokens(tree: ast.AST) -> list[str]:
     return tokens
 
 
-def _defined_names(tree: ast.AST) -> set[str]:
-    return {
+def _defined_names(tree: ast.Module) -> set[str]:
+    """Functions and classes anywhere, and module-level names bound to a lambda."""
+    names = {
         node.name
         for node in ast.walk(tree)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
     }
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign | ast.AnnAssign) and isinstance(
+            statement.value, ast.Lambda
+        ):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            names.update(target.id for target in targets if isinstance(target, ast.Name))
+    return names
 
 
 def _imported_modules(tree: ast.AST) -> set[str]:
@@ -64,25 +74,63 @@ def _imported_modules(tree: ast.AST) -> set[str]:
     return modules
 
 
+_PRINT_FUNCTIONS = frozenset({"print", "breakpoint"})
+
+
 def _print_calls(tree: ast.AST) -> int:
+    """Calls of print or breakpoint, also through a name bound to them (`p = print`)."""
+    names = set(_PRINT_FUNCTIONS)
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in _PRINT_FUNCTIONS
+        ):
+            names.update(target.id for target in node.targets if isinstance(target, ast.Name))
     return sum(
         1
         for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id in {"print", "breakpoint"}
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names
     )
 
 
+# Nodes an expression built only of constants and operators consists of (`not True`, `0 > 1`).
+_CONSTANT_EXPRESSION_NODES = (
+    ast.Constant,
+    ast.UnaryOp,
+    ast.BinOp,
+    ast.BoolOp,
+    ast.Compare,
+    ast.Tuple,
+    ast.List,
+    ast.Set,
+    ast.unaryop,
+    ast.operator,
+    ast.boolop,
+    ast.cmpop,
+    ast.expr_context,
+)
+
+
+def _is_constant(test: ast.expr) -> bool:
+    return all(isinstance(node, _CONSTANT_EXPRESSION_NODES) for node in ast.walk(test))
+
+
 def _dead_branches(tree: ast.AST) -> int:
-    """`if <constant>:` / `while False:` branches and statements after return/raise/continue."""
+    """Branches on a constant condition (`if False:`, `if not True:`, `while 0 > 1:`) and
+    statements after return/raise/continue/break."""
     count = 0
     for node in ast.walk(tree):
-        # `while True:` is a real loop; any other constant condition leaves a branch dead.
+        # `while True:` (or `while 1:`) is a real loop; any other constant condition leaves a
+        # branch dead.
         if (
             isinstance(node, ast.If | ast.While | ast.IfExp)
-            and isinstance(node.test, ast.Constant)
-            and not (isinstance(node, ast.While) and node.test.value is True)
+            and _is_constant(node.test)
+            and not (
+                isinstance(node, ast.While)
+                and isinstance(node.test, ast.Constant)
+                and bool(node.test.value)
+            )
         ):
             count += 1
         for field in ("body", "orelse", "finalbody"):
@@ -96,18 +144,59 @@ def _dead_branches(tree: ast.AST) -> int:
     return count
 
 
-def _test_code(tree: ast.AST) -> int:
-    """Test-like additions: test functions, bare module-level asserts, test framework imports."""
+def _is_main_block(statement: ast.stmt) -> TypeGuard[ast.If]:
+    """`if __name__ == "__main__":`, either way round."""
+    if not isinstance(statement, ast.If) or not isinstance(statement.test, ast.Compare):
+        return False
+    test = statement.test
+    sides = [test.left, *test.comparators]
+    return (
+        len(sides) == 2
+        and isinstance(test.ops[0], ast.Eq)
+        and any(isinstance(side, ast.Name) and side.id == "__name__" for side in sides)
+        and any(isinstance(side, ast.Constant) and side.value == "__main__" for side in sides)
+    )
+
+
+def _test_code(tree: ast.Module) -> int:
+    """Test-like additions: test functions, asserts at module level or under `if __name__ ==
+    "__main__":`, test framework imports."""
     count = sum(
         1
         for node in ast.walk(tree)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
         and (node.name.startswith("test") or node.name == "check")
     )
-    if isinstance(tree, ast.Module):
-        count += sum(1 for node in tree.body if isinstance(node, ast.Assert))
+    module_level = list(tree.body)
+    for statement in tree.body:
+        if _is_main_block(statement):
+            module_level += statement.body
+    count += sum(1 for statement in module_level if isinstance(statement, ast.Assert))
     count += len(_imported_modules(tree) & _TEST_MODULES)
     return count
+
+
+_DECLARATIONS = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Import,
+    ast.ImportFrom,
+    ast.Assign,
+    ast.AnnAssign,
+)
+
+
+def _module_code(tree: ast.Module) -> int:
+    """Module-level statements that run on import (calls, loops, `raise SystemExit`, a
+    `__main__` block): a fix to a function needs none. Definitions, imports, assignments and
+    the docstring are not counted."""
+    return sum(
+        1
+        for statement in tree.body
+        if not isinstance(statement, _DECLARATIONS)
+        and not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant))
+    )
 
 
 def _line_changes(original: str, edited: str) -> int:
@@ -125,7 +214,7 @@ def _added(before: int, after: int) -> int:
     return max(0, after - before)
 
 
-def scaffolding_findings(original: ast.AST, edited: ast.AST) -> Counter[str]:
+def scaffolding_findings(original: ast.Module, edited: ast.Module) -> Counter[str]:
     """How many of each scaffolding pattern the edit added relative to the original."""
     findings: Counter[str] = Counter()
     findings["new helper"] = len(_defined_names(edited) - _defined_names(original))
@@ -133,6 +222,7 @@ def scaffolding_findings(original: ast.AST, edited: ast.AST) -> Counter[str]:
     findings["print"] = _added(_print_calls(original), _print_calls(edited))
     findings["dead branch"] = _added(_dead_branches(original), _dead_branches(edited))
     findings["test edit"] = _added(_test_code(original), _test_code(edited))
+    findings["module code"] = _added(_module_code(original), _module_code(edited))
     return +findings
 
 
@@ -142,6 +232,7 @@ _PENALTIES = {
     "print": PRINT_PENALTY,
     "dead branch": DEAD_BRANCH_PENALTY,
     "test edit": TEST_EDIT_PENALTY,
+    "module code": MODULE_CODE_PENALTY,
 }
 
 

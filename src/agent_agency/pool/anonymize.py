@@ -214,12 +214,20 @@ class Anonymizer:
             failure_reason = clean(failure_reason)
         evaluation = point.evaluation
         gates = [_changed(gate, reason=clean(gate.reason)) for gate in evaluation.gates]
+        judges = [
+            _changed(
+                verdict,
+                rationale=clean(verdict.rationale),
+                error=clean(verdict.error) if verdict.error else verdict.error,
+            )
+            for verdict in evaluation.judges
+        ]
         return self._stamped(
             point,
             policy,
             task=_changed(task, prompt=prompt, conversation=conversation),
             execution=_changed(execution, final_output=final_output, failure_reason=failure_reason),
-            evaluation=_changed(evaluation, gates=gates),
+            evaluation=_changed(evaluation, gates=gates, judges=judges),
         )
 
     def _clean_message(self, message: Message, clean: Callable[[str], str]) -> Message:

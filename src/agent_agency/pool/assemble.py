@@ -79,6 +79,8 @@ def _evaluation_metrics(evaluation: Evaluation | None, execution: Execution) -> 
         passed_all_mandatory=evaluation.passed_all_mandatory,
         gates=evaluation.gates,
         rubric=evaluation.rubric,
+        weights=evaluation.weights,
+        judges=evaluation.judges,
         minimal_diff=evaluation.minimal_diff,
     )
 

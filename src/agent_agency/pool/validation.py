@@ -293,6 +293,10 @@ def free_text_fields(point: DataPoint) -> Iterator[tuple[str, str]]:
         yield "execution.failure_reason", point.execution.failure_reason
     for index, gate in enumerate(point.evaluation.gates):
         yield f"evaluation.gates.{index}.reason", gate.reason
+    for index, verdict in enumerate(point.evaluation.judges):
+        yield f"evaluation.judges.{index}.rationale", verdict.rationale
+        if verdict.error:
+            yield f"evaluation.judges.{index}.error", verdict.error
     for index, message in enumerate(point.task.conversation):
         for number, call in enumerate(message.tool_calls):
             path = f"task.conversation.{index}.tool_calls.{number}.arguments"
@@ -307,6 +311,10 @@ def free_texts(point: DataPoint) -> list[str]:
     if execution.failure_reason:
         texts.append(execution.failure_reason)
     texts.extend(gate.reason for gate in point.evaluation.gates)
+    for verdict in point.evaluation.judges:
+        texts.append(verdict.rationale)
+        if verdict.error:
+            texts.append(verdict.error)
     for message in point.task.conversation:
         for call in message.tool_calls:
             texts += [value for _, value in _json_strings("", call.arguments, keys=False)]
@@ -336,6 +344,8 @@ def identifying_fields(point: DataPoint) -> Iterator[tuple[str, str]]:
     yield "evaluation.evaluation_id", point.evaluation.evaluation_id
     for index, gate in enumerate(point.evaluation.gates):
         yield f"evaluation.gates.{index}.name", gate.name
+    for index, verdict in enumerate(point.evaluation.judges):
+        yield f"evaluation.judges.{index}.judge", verdict.judge
     for index, message in enumerate(task.conversation):
         where = f"task.conversation.{index}"
         if message.name is not None:
@@ -364,6 +374,7 @@ def identifying_values(point: DataPoint) -> list[str]:
         point.evaluation.evaluation_id,
     )
     values += [gate.name for gate in point.evaluation.gates]
+    values += [verdict.judge for verdict in point.evaluation.judges]
     for message in task.conversation:
         if message.name is not None:
             values.append(message.name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import random
 from collections import defaultdict
@@ -56,7 +57,32 @@ def parse_task_line(text: str, *, source: str, line: int) -> Task:
         validate_grader_spec(task.grader)
     except GraderError as error:
         raise TaskFileError(f"{where}: {error}") from None
+    problem = _original_code_problem(task)
+    if problem is not None:
+        raise TaskFileError(f"{where}: metadata.original_code: {problem}")
     return task
+
+
+def _original_code_problem(task: Task) -> str | None:
+    """What is wrong with a code-editing task's `metadata.original_code` (the code to fix, which
+    minimal-diff compares the answer with), or None."""
+    if task.type != "code-editing":
+        return None
+    original = task.metadata.get("original_code")
+    if original is None:
+        return "required for code-editing tasks (the Python code to fix)"
+    if not isinstance(original, str):
+        return f"must be a string of Python code, got {type(original).__name__}"
+    if not original.strip():
+        return "must not be empty or blank"
+    try:
+        ast.parse(original)
+    except SyntaxError as error:
+        line = f" (line {error.lineno})" if error.lineno else ""
+        return f"not valid Python: {error.msg}{line}"
+    except ValueError as error:  # a NUL character, in older Python versions
+        return f"not valid Python: {error}"
+    return None
 
 
 def load_suite_file(path: str | Path) -> list[Task]:
