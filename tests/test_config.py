@@ -262,6 +262,10 @@ def test_a_bare_parent_name_is_that_name_s_first_version() -> None:
     [
         ({"routing": {"seed": -1}}, "routing.seed: Input should be greater than or equal to 0"),
         (
+            {"routing": {"breaker": {"cooldown_s": 0}}},
+            "routing.breaker.cooldown_s: Input should be greater than 0",
+        ),
+        (
             {"routing": {"linear_alpha": 1e308}},
             "routing.linear_alpha: Input should be less than or equal to 100",
         ),

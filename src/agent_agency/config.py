@@ -153,7 +153,10 @@ def default_team() -> list[AgentSpec]:
 class BreakerSettings(Section):
     failure_threshold: int = Field(default=3, gt=0, description="consecutive failures to open")
     cooldown_s: float = Field(
-        default=30.0, ge=0, le=86_400, description="seconds before half-open (at most a day)"
+        default=30.0,
+        gt=0,  # also how long an unanswered probe holds the probe slot: 0 would let every call in
+        le=86_400,
+        description="seconds before half-open (more than 0, at most a day)",
     )
 
 

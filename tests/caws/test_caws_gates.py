@@ -301,6 +301,15 @@ def test_banned_phrases_are_found_behind_invisible_or_compatibility_characters(
 ) -> None:
     evaluation = evaluate(text_task(), f"{disguised}, the meeting has been moved.")
     assert not gate(evaluation, "banned-phrases").passed
+    assert not gate(evaluation, "task-correct").passed  # the grader's own phrase check too
+
+
+def test_slang_is_found_behind_invisible_or_compatibility_characters() -> None:
+    formal = text_task().model_copy(deep=True)
+    formal.grader.reference["formal"] = True
+    for disguised in ("gon\u00adna", "gon\u200bna", "\uff47\uff4f\uff4e\uff4e\uff41"):
+        evaluation = evaluate(formal, f"The meeting is {disguised} move.")
+        assert "gonna" in gate(evaluation, "task-correct").reason, disguised
 
 
 def test_banned_phrases_from_gate_params() -> None:

@@ -19,7 +19,6 @@ import json
 import re
 import subprocess
 import tempfile
-import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -38,7 +37,7 @@ from agent_agency.records import (
     invalid,
 )
 from agent_agency.tasks.answers import assemble_program, function_is_defined, strip_code_fences
-from agent_agency.tasks.graders import GradeResult
+from agent_agency.tasks.graders import GradeResult, matchable_text
 
 CODE_TASK_TYPES = frozenset({"code-generation", "code-editing"})
 # The built-in task types whose answers hold no code (a test checks them against the suites).
@@ -114,18 +113,8 @@ class FormatParams(GateParams):
         return pattern
 
 
-def _normalize(text: str) -> str:
-    """`text` as phrases are matched: invisible format characters (Unicode category Cf: soft
-    hyphens, zero-width spaces) removed, NFKC-normalized (fullwidth and other compatibility
-    forms become their plain letters, a no-break space a space), case-folded, with each run of
-    whitespace made one space. Look-alike letters of other scripts (Cyrillic 'е') stay distinct."""
-    visible = "".join(char for char in text if unicodedata.category(char) != "Cf")
-    folded = unicodedata.normalize("NFKC", visible).replace("\u2019", "'").casefold()
-    return " ".join(folded.split())
-
-
 def _visible_phrase(phrase: str) -> str:
-    if not _normalize(phrase):
+    if not matchable_text(phrase):
         raise invalid("must hold visible text: an empty phrase is found in every answer")
     return phrase
 
@@ -401,8 +390,8 @@ def _check_banned_phrases(gate: GateInput, params: BannedPhrasesParams) -> GateC
     phrases = list(dict.fromkeys([*params.phrases, *task_phrases]))
     if not phrases:
         return GateCheck(1.0, "no banned phrases configured for this task")
-    text = _normalize(gate.iteration.output)
-    found = [phrase for phrase in phrases if _normalize(phrase) in text]
+    text = matchable_text(gate.iteration.output)
+    found = [phrase for phrase in phrases if matchable_text(phrase) in text]
     if not found:
         return GateCheck(1.0, f"none of {len(phrases)} banned phrases used")
     quoted = ", ".join(f"'{phrase}'" for phrase in found)

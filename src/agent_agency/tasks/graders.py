@@ -8,6 +8,7 @@ process: code graders go through `agent_agency.caws.sandbox.run_python`.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Annotated, Any, Generic, TypeVar
@@ -173,13 +174,20 @@ class TextRulesReference(Reference):
         return max_words
 
 
-def _normalize_space(text: str) -> str:
-    return " ".join(text.lower().replace("’", "'").split())
+def matchable_text(text: str) -> str:
+    """`text` as phrases and words are matched in it: invisible format characters (Unicode
+    category Cf: soft hyphens, zero-width spaces) removed, NFKC-normalized (fullwidth and other
+    compatibility forms become their plain letters, a no-break space a space), case-folded, with
+    each run of whitespace made one space. Look-alike letters of other scripts (Cyrillic 'е')
+    stay distinct."""
+    visible = "".join(char for char in text if unicodedata.category(char) != "Cf")
+    folded = unicodedata.normalize("NFKC", visible).replace("\u2019", "'").casefold()
+    return " ".join(folded.split())
 
 
 def informal_words(text: str) -> list[str]:
     """Contractions and slang words found in `text`, in order of appearance, without repeats."""
-    normalized = _normalize_space(text)
+    normalized = matchable_text(text)
     found = [match.group(0) for match in CONTRACTION.finditer(normalized)]
     found += [word for word in re.findall(r"[a-z'-]+", normalized) if word in SLANG]
     return list(dict.fromkeys(found))
@@ -188,11 +196,11 @@ def informal_words(text: str) -> list[str]:
 def _check_text_rules(
     ref: TextRulesReference, output: str, tool_uses: Sequence[ToolUse]
 ) -> GradeResult:
-    text = _normalize_space(output)
+    text = matchable_text(output)
     failures: list[str] = []
     scores: list[float] = []
 
-    banned = [phrase for phrase in ref.banned_phrases if _normalize_space(phrase) in text]
+    banned = [phrase for phrase in ref.banned_phrases if matchable_text(phrase) in text]
     scores.append(1 - len(banned) / len(ref.banned_phrases) if ref.banned_phrases else 1.0)
     if banned:
         failures.append(f"Remove banned phrases: {_quote_all(banned)}")
@@ -217,7 +225,7 @@ def _check_text_rules(
 
     if ref.formal:
         # A slang word inside a banned phrase is already reported once, as the phrase.
-        banned_words = {word for phrase in banned for word in _normalize_space(phrase).split()}
+        banned_words = {word for phrase in banned for word in matchable_text(phrase).split()}
         informal = [word for word in informal_words(output) if word not in banned_words]
         scores.append(1.0 if not informal else 0.0)
         if informal:
@@ -360,7 +368,7 @@ class JsonMatchReference(Reference):
 
 def _same_value(expected: Any, actual: Any) -> bool:
     if isinstance(expected, str) and isinstance(actual, str):
-        return _normalize_space(expected) == _normalize_space(actual)
+        return matchable_text(expected) == matchable_text(actual)
     if isinstance(expected, bool) or isinstance(actual, bool):
         return expected is actual
     if isinstance(expected, int | float) and isinstance(actual, int | float):
