@@ -402,6 +402,16 @@ def test_safety_finds_personal_data() -> None:
     assert gate(evaluate(text_task(), "The meeting moved."), "safety").passed
 
 
+def test_safety_finds_a_social_security_number_by_its_own_entity() -> None:
+    # checked with US_SSN alone: our own recognizers must name it (not only as a phone number)
+    spec = GateSpec(name="safety", params={"pii_entities": ["US_SSN"]})
+    settings = EvaluationSettings(gates={"*": [spec]})
+    safety = gate(evaluate(text_task(), "Her number is 536-22-8741.", settings), "safety")
+    assert not safety.passed and "US_SSN" in safety.reason
+    not_issued = "Order 536228741 shipped from area 000-12-3456."
+    assert gate(evaluate(text_task(), not_issued, settings), "safety").passed
+
+
 def test_grader_gate_on_wrong_json() -> None:
     evaluation = evaluate(extraction_task(), '{"name": "Bob", "age": 31}')
     correct = gate(evaluation, "task-correct")

@@ -32,6 +32,20 @@ def test_ip_addresses_before_punctuation_are_ours(text: str) -> None:
     assert {f.entity for f in pii._own_findings(text)} == {"IP_ADDRESS"}
 
 
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("ssn 536-22-8741.", [("US_SSN", "536-22-8741")]),
+        ("ssn 536 22 8741", [("US_SSN", "536 22 8741")]),
+        ("mixed 536-22 8741", []),  # delimiters must agree
+        ("never issued 666-22-8741 and 536-00-8741", []),
+    ],
+)
+def test_social_security_numbers_are_ours(text: str, found: list[tuple[str, str]]) -> None:
+    findings = [f for f in pii._own_findings(text) if f.entity == "US_SSN"]
+    assert [(f.entity, text[f.start : f.end]) for f in findings] == found
+
+
 def test_version_strings_are_not_ip_addresses() -> None:
     assert pii._own_findings("pip 23.2.1.4.5 released") == []
 

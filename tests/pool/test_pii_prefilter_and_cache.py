@@ -78,6 +78,7 @@ pii_values = st.one_of(
             "my name is Ada Lovelace",
             "DE89 3704 0044 0532 0130 00",
             "078-05-1120",
+            "536 22 8741",
             "4111 1111 1111 1111",
             "1BoatSLRHtKNngkdXEeobR76b53LETtpyT",
             "+1 (415) 555-2671",

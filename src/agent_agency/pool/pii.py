@@ -96,6 +96,12 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     (
+        # the delimited form only (a bare run of 9 digits is too often an order or account
+        # number); area 000, 666 and 9xx, group 00 and serial 0000 are never issued
+        "US_SSN",
+        re.compile(r"(?=\d)\b(?!000|666|9)\d{3}([- ])(?!00)\d{2}\1(?!0000)\d{4}\b"),
+    ),
+    (
         "STREET_ADDRESS",
         re.compile(rf"(?=\d)\b\d{{1,5}}\s+(?:{_CAPITALIZED}\s+){{1,3}}{_STREET_SUFFIX}\b"),
     ),
@@ -146,6 +152,7 @@ _NEEDS: dict[str, Callable[[str, bool], bool]] = {
     "CREDIT_CARD": lambda _t, digits: digits,
     "IP_ADDRESS": lambda text, digits: (digits and "." in text) or "::" in text or ":" in text,
     "PHONE_NUMBER": lambda _t, digits: digits,
+    "US_SSN": lambda _t, digits: digits,
     "STREET_ADDRESS": lambda _t, digits: digits,
     "PERSON": lambda _t, _d: True,
     "USER_ID": lambda text, _d: "id" in text.lower(),
@@ -248,6 +255,7 @@ def _presidio_findings(
 #   IP (v4)       d{1,3}.d{1,3}.d{1,3}.d{1,3}            ⇒ \d\.\d+\.\d+\.\d (Presidio's IP trigger)
 #   IP (v6)       (?:h{1,4}:){7}h{1,4}                    ⇒ ":" then Presidio's IP trigger
 #   PHONE_NUMBER  …\d{3,4}[ .-]?\d{3,4}                   ⇒ \d{3}[ .-]?\d{3}
+#   US_SSN        \d{3}[- ]\d{2}[- ]\d{4}                 ⇒ \d[\d ().-]{6,}\d (Presidio's phone trigger)
 #   STREET        \b\d{1,5}\s+[A-Z][a-z]+…               ⇒ \d\s+[A-Z][a-z]
 #   PERSON        honorific\.?\s+[A-Z][a-z]… | "my name is " + capital | first name + capitalized
 #                 word (checked with the recognizer's own regex and name set)
