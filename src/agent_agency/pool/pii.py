@@ -255,7 +255,7 @@ def _presidio_findings(
 #   IP (v4)       d{1,3}.d{1,3}.d{1,3}.d{1,3}            ⇒ \d\.\d+\.\d+\.\d (Presidio's IP trigger)
 #   IP (v6)       (?:h{1,4}:){7}h{1,4}                    ⇒ ":" then Presidio's IP trigger
 #   PHONE_NUMBER  …\d{3,4}[ .-]?\d{3,4}                   ⇒ \d{3}[ .-]?\d{3}
-#   US_SSN        \d{3}[- ]\d{2}[- ]\d{4}                 ⇒ \d[\d ().-]{6,}\d (Presidio's phone trigger)
+#   US_SSN        \d{3}[- ]\d{2}[- ]\d{4}                 ⇒ \d[\d ().-]{6,}\d (a Presidio trigger)
 #   STREET        \b\d{1,5}\s+[A-Z][a-z]+…               ⇒ \d\s+[A-Z][a-z]
 #   PERSON        honorific\.?\s+[A-Z][a-z]… | "my name is " + capital | first name + capitalized
 #                 word (checked with the recognizer's own regex and name set)
