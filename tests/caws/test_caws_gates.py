@@ -293,6 +293,8 @@ def test_banned_phrase_fails_with_feedback_naming_it() -> None:
         "hey\u200b team",  # zero-width space
         "hey\u00a0team",  # no-break space
         "\uff48\uff45\uff59 \uff54\uff45\uff41\uff4d",  # fullwidth letters
+        "h\u0435y t\u0435\u0430m",  # Cyrillic е and а
+        "\u0397\u0395\u03a5 \u03a4\u0395\u0391\u039c",  # Greek capitals
         "HEY  TEAM",
     ],
 )
@@ -307,9 +309,27 @@ def test_banned_phrases_are_found_behind_invisible_or_compatibility_characters(
 def test_slang_is_found_behind_invisible_or_compatibility_characters() -> None:
     formal = text_task().model_copy(deep=True)
     formal.grader.reference["formal"] = True
-    for disguised in ("gon\u00adna", "gon\u200bna", "\uff47\uff4f\uff4e\uff4e\uff41"):
+    for disguised in (
+        "gon\u00adna",
+        "gon\u200bna",
+        "\uff47\uff4f\uff4e\uff4e\uff41",
+        "g\u043enna",  # Cyrillic о
+    ):
         evaluation = evaluate(formal, f"The meeting is {disguised} move.")
         assert "gonna" in gate(evaluation, "task-correct").reason, disguised
+
+
+def test_phrases_in_cyrillic_still_match_themselves() -> None:
+    # look-alike letters are mapped on both sides: a Russian phrase is found in Russian text
+    spec = GateSpec(
+        name="banned-phrases", params={"phrases": ["\u043a\u043e\u043b\u043b\u0435\u0433\u0438"]}
+    )
+    settings = EvaluationSettings(gates={"*": [spec]})
+    russian = "\u041f\u0440\u0438\u0432\u0435\u0442, \u041a\u041e\u041b\u041b\u0415\u0413\u0418!"
+    assert not gate(evaluate(extraction_task(), russian, settings), "banned-phrases").passed
+    assert gate(
+        evaluate(extraction_task(), '{"name": "Ana", "age": 31}', settings), "banned-phrases"
+    ).passed
 
 
 def test_banned_phrases_from_gate_params() -> None:

@@ -174,14 +174,25 @@ class TextRulesReference(Reference):
         return max_words
 
 
+# Capitals of other scripts drawn like Latin capitals (NFKC already folds fullwidth and
+# mathematical letters): a Cyrillic 'е' in "hеy team" would otherwise hide a banned phrase. Text
+# is upper-cased before the mapping and case-folded after it, so a letter and its capital map
+# alike ('е' and 'Е' both to 'e'), and text in those scripts still matches itself.
+_LATIN_LOOKALIKES = str.maketrans(
+    "АВЕЅІЈКМНОРСТХУԀҺԚԜΑΒΕΖΗΙΚΜΝΟΡΤΥΧꞬ",  # Cyrillic, Greek, Latin capital script g
+    "ABESIJKMHOPCTXYDHQWABEZHIKMNOPTYXG",
+)
+
+
 def matchable_text(text: str) -> str:
     """`text` as phrases and words are matched in it: invisible format characters (Unicode
     category Cf: soft hyphens, zero-width spaces) removed, NFKC-normalized (fullwidth and other
-    compatibility forms become their plain letters, a no-break space a space), case-folded, with
-    each run of whitespace made one space. Look-alike letters of other scripts (Cyrillic 'е')
-    stay distinct."""
+    compatibility forms become their plain letters, a no-break space a space), Cyrillic and Greek
+    letters drawn like Latin ones made those Latin letters, case-folded, with each run of
+    whitespace made one space."""
     visible = "".join(char for char in text if unicodedata.category(char) != "Cf")
-    folded = unicodedata.normalize("NFKC", visible).replace("\u2019", "'").casefold()
+    capitals = unicodedata.normalize("NFKC", visible).upper().translate(_LATIN_LOOKALIKES)
+    folded = capitals.replace("\u2019", "'").casefold()
     return " ".join(folded.split())
 
 
