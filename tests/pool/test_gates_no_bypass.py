@@ -115,6 +115,7 @@ def test_pii_in_an_id_or_name_quarantines_the_point_naming_the_field(
         "4b791e3b-2106-4527-9491-6f3b513a4c45",  # a canonical UUID: "2106-4527-9491"
         "4111111111111111",  # digits only, Luhn-valid
         "run-2026-11-16-141139",
+        "order-536-22-8741",  # shaped like a US social security number
     ],
 )
 def test_ids_shaped_like_numbers_are_not_taken_for_phone_or_card_numbers(

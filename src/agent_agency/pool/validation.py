@@ -402,11 +402,11 @@ def _json_strings(path: str, value: Any, *, keys: bool) -> Iterator[tuple[str, s
 
 
 # Our recognizers find these by the shape of digits alone. In an id or a name (dates, UUIDs,
-# counters: `run-2026-11-16-141139`) such a shape is no evidence of a phone or card number (nor is
-# 123-45-6789 of a US social security number), so identifying fields are not judged on them; free
+# counters: `run-2026-11-16-141139`) such a shape is no evidence of a phone, card or US social
+# security number, so identifying fields are not judged on them; free
 # text is, after the anonymizer replaced them. IBANs and crypto wallet addresses carry a checksum:
 # those are held against ids and names too.
-_DIGIT_SHAPED = frozenset({"PHONE_NUMBER", "CREDIT_CARD"})
+_DIGIT_SHAPED = frozenset({"PHONE_NUMBER", "CREDIT_CARD", "US_SSN"})
 
 
 def identifier_entities(text: str) -> tuple[str, ...]:
