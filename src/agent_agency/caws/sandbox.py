@@ -77,7 +77,6 @@ _MESSAGE_CHARS = 500
 _VERDICT_LIMIT_BYTES = 1024 * 1024
 # How often a run waiting for its process checks whether it was cancelled.
 _CANCEL_POLL_S = 0.05
-_STATUS_MARKER = "\x00sandbox-status\x00"
 _PID_NAMESPACE_STEP = "PID namespace"
 # Throw-away uids: one per run, so process limits and clean-up never touch another run.
 _UID_BASE = 2_000_000
@@ -284,8 +283,10 @@ for name, text in program_files.items():
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(text)
-sys.stderr.write(cfg["marker"] + json.dumps({"notes": notes, "applied": applied}) + "\n")
-sys.stderr.flush()
+# Into the verdict file, which the code's process never holds: its stdout and stderr are files it
+# may seek in and rewrite from the start.
+os.write(cfg["verdict_fd"],
+         (json.dumps({"isolation": {"notes": notes, "applied": applied}}) + "\n").encode())
 
 # ---- shared by both processes
 VALUE_TYPES = {int, float, complex, str, bytes, bool, type(None), list, tuple, dict, set,
@@ -429,7 +430,9 @@ class Candidate:
         raise Stopped(problem)
     def exception_for(self, error):
         kind = self.namespace.get(error[0], builtins.__dict__.get(error[0]))
-        if isinstance(kind, type) and issubclass(kind, Exception):
+        # StopIteration raised in map(candidate, ...) would silently end a test's loop
+        if isinstance(kind, type) and issubclass(kind, Exception) and not issubclass(
+                kind, (StopIteration, StopAsyncIteration)):
             try:
                 return kind(error[2])
             except Exception:
@@ -539,8 +542,13 @@ def supervise(program, requests, replies):
 
 requests_in, requests_out = os.pipe()
 replies_in, replies_out = os.pipe()
+# The code's process runs as the same uid: its SIGINT must not raise KeyboardInterrupt in the
+# tests (a namespace's first process receives no ignored signal from inside at all). Ignored
+# before the fork, so that no signal arrives in between.
+signal.signal(signal.SIGINT, signal.SIG_IGN)
 program = os.fork()
 if program == 0:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     for fd in (cfg["secret_fd"], cfg["verdict_fd"], requests_out, replies_in):
         os.close(fd)
     if entry_point is None:
@@ -649,16 +657,6 @@ def _read_capped(handle: IO[bytes]) -> str:
     return text
 
 
-def _split_status(stderr: str) -> tuple[list[str], list[str], str, bool]:
-    """(isolation notes, isolation steps applied, the code's own stderr, whether the bootstrap
-    reached the code)."""
-    if not stderr.startswith(_STATUS_MARKER):
-        return [], [], stderr, False
-    line, _, rest = stderr.partition("\n")
-    status: dict[str, list[str]] = json.loads(line[len(_STATUS_MARKER) :])
-    return status["notes"], status["applied"], rest, True
-
-
 _Problem = Literal[
     "assertion",
     "tests-raised",
@@ -692,17 +690,33 @@ class _Verdict(BaseModel):
     failed_test: str | None
 
 
-def _read_verdict(handle: IO[bytes], nonce: str) -> _Verdict | None:
-    """The supervisor's verdict: the last record carrying this run's nonce."""
+class _Isolation(BaseModel):
+    """The bootstrap's record of the isolation steps it applied and those it could not."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    notes: list[str]
+    applied: list[str]
+
+
+def _read_records(handle: IO[bytes], nonce: str) -> tuple[_Isolation | None, _Verdict | None]:
+    """From the verdict file, written only by the bootstrap and the supervisor: the isolation
+    record (None when the bootstrap did not reach the code) and the supervisor's verdict, the last
+    record carrying this run's nonce (None when it gave none)."""
     handle.seek(0)
-    for line in reversed(handle.read(_VERDICT_LIMIT_BYTES).splitlines()):
+    isolation = verdict = None
+    for line in handle.read(_VERDICT_LIMIT_BYTES).splitlines():
         try:
             record = json.loads(line)
         except ValueError:
             continue
-        if isinstance(record, dict) and record.get("nonce") == nonce:
-            return _Verdict.model_validate(record)
-    return None
+        if not isinstance(record, dict):
+            continue
+        if isolation is None and "isolation" in record:
+            isolation = _Isolation.model_validate(record["isolation"])
+        elif record.get("nonce") == nonce:
+            verdict = _Verdict.model_validate(record)
+    return isolation, verdict
 
 
 def _quoted(text: str) -> str:
@@ -918,7 +932,6 @@ def _execute(
                 "disk_mb": WORK_DIR_LIMIT_MB,
                 "nofile": MAX_OPEN_FILES,
                 "nproc": MAX_PROCESSES,
-                "marker": _STATUS_MARKER,
                 "masks": _masks(str(work)),
                 "message_chars": _MESSAGE_CHARS,
                 "secret_fd": tests_file.fileno(),
@@ -955,18 +968,19 @@ def _execute(
             tests_file.close()
             stop = _wait(process, budget_s, cancelled)
             duration_ms = (time.perf_counter() - started) * 1000
-            notes, applied, stderr, reached_code = _split_status(_read_capped(err))
+            isolation, verdict = _read_records(verdict_file, nonce)
+            applied = isolation.applied if isolation is not None else []
             contained = any(step.startswith(_PID_NAMESPACE_STEP) for step in applied)
             if privileged and (stop is not None or not contained):
                 _kill_uid(uid)
             return _Run(
                 stop=stop,
                 returncode=process.returncode,
-                verdict=_read_verdict(verdict_file, nonce),
+                verdict=verdict,
                 stdout=_read_capped(out),
-                stderr=stderr,
-                reached_code=reached_code,
-                notes=notes,
+                stderr=_read_capped(err),
+                reached_code=isolation is not None,
+                notes=isolation.notes if isolation is not None else [],
                 applied=applied,
                 duration_ms=duration_ms,
             )
