@@ -84,6 +84,33 @@ def test_memory_bomb_is_stopped_by_the_memory_limit() -> None:
     assert "memory limit exceeded" in result.reason
 
 
+def test_memory_is_limited_for_all_processes_of_a_run_together() -> None:
+    # six children of 150 MB each stay under the per-process limit, not under the run's cgroup
+    spread = (
+        "import os, signal, time\n"
+        "children = []\n"
+        "for _ in range(6):\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        block = b'x' * (150 * 1024 * 1024)\n"
+        "        time.sleep(3)\n"
+        "        os._exit(0)\n"
+        "    children.append(pid)\n"
+        "time.sleep(2)\n"
+        "killed = 0\n"
+        "for pid in children:\n"
+        "    done, status = os.waitpid(pid, os.WNOHANG)\n"
+        "    killed += bool(done) and os.WIFSIGNALED(status)\n"
+        "print(killed)\n"
+    )
+    result = run_python(spread, memory_mb=256, timeout_s=15)
+    if os.geteuid() == 0 and not isinstance(sandbox._memory_cgroup_parent(), str):
+        assert any(step.startswith("memory cgroup") for step in result.isolation_applied)
+    _require_isolation(result, "memory cgroup")
+    assert result.ok, result.reason
+    assert int(result.stdout) >= 3, "at most 2 children of 150 MB fit in 256 + 64 + 128 MB"
+
+
 def test_fork_bomb_is_contained_and_leaves_no_process_behind() -> None:
     bomb = (
         "import os, time\n"

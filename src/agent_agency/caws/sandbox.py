@@ -15,7 +15,9 @@ untrusted code runs, a small trusted bootstrap inside the child (still root) iso
   and every process the code starts dies with the namespace;
 - resource limits: CPU time, address space, file size, open files, no core dumps, and a process
   count that is meaningful because the child then drops to a throw-away uid used by no one else
-  (RLIMIT_NPROC does not apply to root and counts per uid).
+  (RLIMIT_NPROC does not apply to root and counts per uid);
+- a memory cgroup (v1 or v2, made beneath the caller's own) that bounds all the run's processes
+  together, which the address-space limit, per process, does not.
 
 The first process of the PID namespace is the *supervisor*: it forks the process that runs the
 code and, for `FunctionTests`, runs the tests itself. The code's process never holds the tests,
@@ -90,6 +92,10 @@ _SOCKET_DIRS = ("/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm")
 _SYSTEM_DIRS = frozenset({"/", "/usr", "/etc", "/dev", "/proc", "/sys"}) | frozenset(
     {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
 )
+# A run's memory cgroup holds every process of the run: the code's (`memory_mb` each, up to
+# MAX_PROCESSES of them without it), the supervisor and the work directory's tmpfs pages.
+_CGROUP_ROOT = Path("/sys/fs/cgroup")
+_SUPERVISOR_MB = 128
 _VALUE_TYPE_NAMES = "int, float, complex, str, bytes, bool, None, list, tuple, dict, set, frozenset"
 
 
@@ -177,6 +183,17 @@ MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_SET_DUMPABLE = 4
 def err():
     return os.strerror(ctypes.get_errno())
+group = cfg["memory_cgroup"]
+if "procs" in group:
+    try:
+        with open(group["procs"], "w") as handle:
+            handle.write(str(os.getpid()))
+        applied.append("memory cgroup: %d MB for all processes of the run" % group["mb"])
+    except OSError as error:
+        notes.append("cannot join the memory cgroup (" + error.strerror + "): memory is limited"
+                     " per process only")
+else:
+    notes.append(group["unavailable"])
 if libc.unshare(CLONE_NEWNET) != 0:
     notes.append("network namespace unavailable (" + err() + "): network and abstract Unix "
                  "sockets are NOT isolated")
@@ -605,6 +622,68 @@ def _masks(work: str) -> dict[str, list[str]]:
     return {cover: sorted(path for path in keep if _within(path, cover)) for cover in ordered}
 
 
+def _memory_cgroup_parent() -> tuple[Path, str] | str:
+    """Where a run's memory cgroup can be made (beneath this process's own memory cgroup) and
+    the name of its limit file, or why none can."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError as error:
+        return f"no memory cgroup ({error.strerror})"
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):  # cgroup v1
+            parent = _CGROUP_ROOT / "memory" / path.lstrip("/")
+            if parent.is_dir():
+                return parent, "memory.limit_in_bytes"
+        elif controllers == "" and (_CGROUP_ROOT / "cgroup.controllers").is_file():  # v2
+            parent = _CGROUP_ROOT / path.lstrip("/")
+            with contextlib.suppress(OSError):
+                if "memory" in (parent / "cgroup.subtree_control").read_text().split():
+                    return parent, "memory.max"
+    return "no memory cgroup delegated to this process"
+
+
+@contextlib.contextmanager
+def _memory_cgroup(uid: int, limit_mb: int) -> Iterator[dict[str, Any]]:
+    """A memory cgroup of `limit_mb` for one run, removed afterwards: what the bootstrap needs to
+    join it (`procs`, `mb`), or why there is none (`unavailable`)."""
+    unavailable = "memory limited per process only, not for the run as a whole: "
+    found = _memory_cgroup_parent()
+    if isinstance(found, str):
+        yield {"unavailable": unavailable + found}
+        return
+    parent, limit_file = found
+    group = parent / f"agency-sandbox-{uid}-{secrets.token_hex(4)}"
+    try:
+        group.mkdir()
+        (group / limit_file).write_text(str(limit_mb * 1024 * 1024))
+        # nor more in swap (v1 counts memory and swap together, v2 swap apart)
+        for swap_file, value in (("memory.memsw.limit_in_bytes", limit_mb), ("memory.swap.max", 0)):
+            if (group / swap_file).is_file():
+                (group / swap_file).write_text(str(value * 1024 * 1024))
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            group.rmdir()
+        yield {"unavailable": unavailable + f"cannot make a memory cgroup ({error.strerror})"}
+        return
+    try:
+        yield {"procs": str(group / "cgroup.procs"), "mb": limit_mb}
+    finally:
+        _remove_cgroup(group)
+
+
+def _remove_cgroup(group: Path) -> None:
+    """Remove a run's cgroup once its processes are gone (the last may still be exiting)."""
+    for _ in range(50):
+        try:
+            group.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.01)
+
+
 def _next_uid() -> int:
     with _uid_lock:
         return _UID_BASE + (os.getpid() * 7919 + next(_uid_counter)) % _UID_SPAN
@@ -916,6 +995,13 @@ def _execute(
         if privileged:
             os.chown(work, uid, uid)
         with contextlib.ExitStack() as stack:
+            memory_cgroup = (
+                stack.enter_context(
+                    _memory_cgroup(uid, memory_mb + WORK_DIR_LIMIT_MB + _SUPERVISOR_MB)
+                )
+                if privileged
+                else {"unavailable": "memory limited per process only (no root for a cgroup)"}
+            )
             tests_file = stack.enter_context(_payload(base, secret))
             verdict_file, out, err = (
                 stack.enter_context(tempfile.TemporaryFile(dir=base)) for _ in range(3)
@@ -932,6 +1018,7 @@ def _execute(
                 "disk_mb": WORK_DIR_LIMIT_MB,
                 "nofile": MAX_OPEN_FILES,
                 "nproc": MAX_PROCESSES,
+                "memory_cgroup": memory_cgroup,
                 "masks": _masks(str(work)),
                 "message_chars": _MESSAGE_CHARS,
                 "secret_fd": tests_file.fileno(),
