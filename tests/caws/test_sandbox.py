@@ -45,7 +45,10 @@ def test_runs_code_with_files_and_captures_output() -> None:
     assert result.exit_code == 0
     assert result.stdout.strip() == "42"
     assert result.reason == ""
-    assert result.isolation_notes == []
+    # every isolation step applies here, the memory cgroup where this process's cgroup allows one
+    no_cgroup = isinstance(sandbox._memory_cgroup_parent(), str)
+    allowed = ("memory limited per process",) if no_cgroup else ()
+    assert all(note.startswith(allowed) for note in result.isolation_notes), result.isolation_notes
     assert any(step.startswith("throw-away user") for step in result.isolation_applied)
 
 
