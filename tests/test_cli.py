@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +17,6 @@ from typer.testing import CliRunner
 from agent_agency import cli
 from agent_agency import runner as runner_module
 from agent_agency.cli import app, parse_since
-from agent_agency.cli_options import Terminated
 from agent_agency.pool.store import Store
 from agent_agency.runner import PreparedRun, RunReport
 
@@ -181,12 +182,12 @@ def test_a_misspelt_task_type_in_the_config_is_warned_about(workdir: Path) -> No
 
 
 @pytest.mark.parametrize(
-    ("stop", "code", "by"), [(KeyboardInterrupt, 130, "Ctrl-C"), (Terminated, 143, "SIGTERM")]
+    ("stop", "code", "by"), [(signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")]
 )
 def test_an_interrupted_run_says_what_it_recorded(
     workdir: Path,
     monkeypatch: pytest.MonkeyPatch,
-    stop: type[BaseException],
+    stop: signal.Signals,
     code: int,
     by: str,
 ) -> None:
@@ -202,7 +203,7 @@ def test_an_interrupted_run_says_what_it_recorded(
             on_task_done(success)
             done += 1
             if done == 3:
-                raise stop
+                os.kill(os.getpid(), stop)
 
         return await real_execute_run(prepared, on_task_done=count)
 
@@ -217,7 +218,8 @@ def test_an_interrupted_run_says_what_it_recorded(
     ) in output, output
     assert not (workdir / "agency-run.json").exists()
     stats = runner.invoke(app, ["stats", "--json"])
-    assert sum(row["tasks"] for row in json.loads(stats.output)["summary"]) == 3
+    # the 3 finished, and the one running when the signal came if the next had started
+    assert sum(row["tasks"] for row in json.loads(stats.output)["summary"]) in (3, 4)
 
 
 def table_columns(text: str, count: int) -> list[str]:
