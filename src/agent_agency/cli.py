@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -27,6 +26,7 @@ from agent_agency.cli_options import (
     fail,
     load_settings,
     open_store,
+    run_stoppable,
     shown_url,
     sigterm_raises,
 )
@@ -146,7 +146,7 @@ def run(
                 progress.update(bar, advance=1, ok=succeeded)
 
             try:
-                report = asyncio.run(execute_run(prepared, on_task_done=advance))
+                report = run_stoppable(execute_run(prepared, on_task_done=advance))
             except (BackendError, ValueError) as error:  # building the team failed
                 raise fail(error) from None
     except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM as `Terminated`

@@ -4,12 +4,13 @@ stopping a command the way Ctrl-C does."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -58,6 +59,50 @@ def sigterm_raises() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+_Result = TypeVar("_Result")
+
+
+def run_stoppable(main: Coroutine[Any, Any, _Result]) -> _Result:
+    """`asyncio.run(main)`, stopped by SIGTERM as asyncio stops it on Ctrl-C: the main task is
+    cancelled, so every task's clean-up runs (a run records its finished tasks, and the running
+    ones as cancelled), and then `Terminated` is raised here (KeyboardInterrupt on Ctrl-C).
+
+    `sigterm_raises` alone would raise inside whichever task is running when the signal comes,
+    leaving it holding an exception no one retrieves: asyncio then logs "Task exception was never
+    retrieved" with a traceback when the task is collected (on CPython 3.11, formatting it inside
+    a running `ast.parse` makes that parse fail)."""
+    terminated = False
+
+    async def guarded() -> _Result:
+        nonlocal terminated
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+
+        def terminate() -> None:
+            nonlocal terminated
+            terminated = True
+            task.cancel()
+
+        previous = signal.getsignal(signal.SIGTERM)
+        try:
+            loop.add_signal_handler(signal.SIGTERM, terminate)
+        except (ValueError, RuntimeError):  # not the main thread: SIGTERM keeps its handler
+            return await main
+        try:
+            return await main
+        finally:
+            loop.remove_signal_handler(signal.SIGTERM)
+            signal.signal(signal.SIGTERM, previous)
+
+    try:
+        return asyncio.run(guarded())
+    except asyncio.CancelledError:
+        if terminated:
+            raise Terminated from None
+        raise
 
 
 def fail(message: object) -> typer.Exit:
