@@ -546,3 +546,10 @@ def test_an_empty_db_option_is_refused_rather_than_an_in_memory_database(workdir
     result = runner.invoke(app, ["pool", "ingest", str(source), "--db", ""])
     assert result.exit_code == 2
     assert "--db: empty" in result.output
+
+
+def test_help_joins_a_docstrings_wrapped_lines_into_paragraphs() -> None:
+    # docstrings are wrapped in the source; help text must not break lines where they were
+    result = runner.invoke(app, ["pool", "ingest", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert "(exit status 130 or 143); running the command again resumes it" in result.output

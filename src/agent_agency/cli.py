@@ -38,6 +38,8 @@ app = typer.Typer(
     help="Agent Agency: route tasks to agents, grade them, record everything, learn from it.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # docstrings are wrapped at 100 columns: markdown joins their lines into paragraphs
+    rich_markup_mode="markdown",
     add_completion=False,
 )
 config_app = typer.Typer(help="Inspect the configuration (agency.yaml).", no_args_is_help=True)
