@@ -1,7 +1,8 @@
-"""SQLite connections are tuned the same way every time one is opened."""
+"""SQLite connections are tuned the same way every time one is opened; new files are private."""
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 from sqlalchemy import text
@@ -23,3 +24,26 @@ def test_sqlite_file_connections_get_wal_and_their_pragmas(tmp_path: Path) -> No
             assert pragma("foreign_keys") == 1
     finally:
         engine.dispose()
+
+
+def test_a_new_sqlite_database_and_its_wal_are_readable_by_their_owner_only(tmp_path: Path) -> None:
+    # the records hold prompts and answers before anonymization; sandboxed code runs as another
+    # user, and may read any file the mount namespace leaves visible
+    path = tmp_path / "pool.db"
+    engine = make_engine(f"sqlite:///{path}")
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("CREATE TABLE t (x INTEGER)"))
+            connection.execute(text("INSERT INTO t VALUES (1)"))
+            files = [path, path.with_name("pool.db-wal"), path.with_name("pool.db-shm")]
+            assert [stat.S_IMODE(file.stat().st_mode) for file in files] == [0o600] * 3
+    finally:
+        engine.dispose()
+
+
+def test_an_existing_sqlite_database_keeps_its_mode(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    path.touch(mode=0o644)
+    path.chmod(0o644)
+    make_engine(f"sqlite:///{path}").dispose()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644

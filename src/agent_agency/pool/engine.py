@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, inspect
@@ -27,6 +30,12 @@ def make_engine(url: str) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
         return create_engine(parsed, pool_pre_ping=True, json_serializer=serialize_json)
+    if (
+        parsed.database
+        and parsed.database != ":memory:"
+        and not parsed.database.startswith("file:")
+    ):
+        _create_private(Path(parsed.database))
     engine = create_engine(parsed, connect_args={"timeout": 30}, json_serializer=serialize_json)
 
     @event.listens_for(engine, "connect")
@@ -42,6 +51,15 @@ def make_engine(url: str) -> Engine:
         cursor.close()
 
     return engine
+
+
+def _create_private(path: Path) -> None:
+    """Create a new SQLite file readable by its owner only (SQLite gives its -wal and -shm files
+    the same mode): the records hold prompts and answers before anonymization, and code under
+    test in the sandbox runs as another user. An existing file keeps its mode; a missing
+    directory is left for SQLite to report."""
+    with contextlib.suppress(FileExistsError, FileNotFoundError, NotADirectoryError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 def database_has_table(url: str, table: str) -> bool:
