@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic_core import ErrorDetails, PydanticCustomError
 
 
 def new_id() -> str:
@@ -32,6 +32,15 @@ def invalid(reason: str, *, field: str | None = None) -> PydanticCustomError:
     `field`: the error's `ctx["field"]`, which the configuration's messages append to the path."""
     context = {"reason": reason} if field is None else {"reason": reason, "field": field}
     return PydanticCustomError("invalid", "{reason}", context)
+
+
+def error_reason(error: ErrorDetails) -> str:
+    """One pydantic validation error's reason as a person reads it: a ValueError's own message,
+    without the 'Value error, ' pydantic puts before it."""
+    context = error.get("ctx") or {}
+    if error["type"] == "value_error" and "error" in context:
+        return str(context["error"])
+    return error["msg"]
 
 
 # Longest values the pool's indexed columns hold (`pool/schema.py` sizes its columns from these), so
@@ -113,6 +122,9 @@ class Complexity(StrEnum):
 class Split(StrEnum):
     TRAIN = "train"
     HELDOUT = "heldout"
+
+
+SplitChoice = Literal["train", "heldout", "all"]  # the tasks a run takes: one split, or both
 
 
 class ToolSpec(Record):
@@ -339,6 +351,12 @@ class Execution(Record):
     final_output: str = ""
     iterations: list[Iteration] = Field(default_factory=list)
     simulated: bool = Field(default=False, description="True when a scripted backend answered")
+    cancelled: bool = Field(
+        default=False,
+        description="True when the run was stopped while this execution was under way: kept as "
+        "a record, but no evidence about the agent (not in the router's totals, the statistics' "
+        "rates, off-policy evaluation or the pool)",
+    )
 
     @property
     def latency_ms(self) -> float:

@@ -16,10 +16,11 @@ from agent_agency.agents.scripted import ScriptedBackend
 from agent_agency.arbiter.arbiter import Arbiter, agent_slots
 from agent_agency.arbiter.breaker import BreakerState
 from agent_agency.arbiter.router import Router
+from agent_agency.arbiter.routing_cli import CANCELLED, read_logged_outcomes
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.caws.judges import Judge
 from agent_agency.config import AgencyConfig, parse_config
-from agent_agency.pool.schema import spans
+from agent_agency.pool.schema import data_points, executions, spans
 from agent_agency.pool.store import Store
 from agent_agency.records import (
     AgentSpec,
@@ -332,7 +333,9 @@ def test_waiting_for_an_agents_slot_is_not_its_latency(tasks: list[Task]) -> Non
     assert max(latencies) < 350, latencies
 
 
-def test_cancellation_records_cancelled_executions(tasks: list[Task], tmp_path: Path) -> None:
+def test_cancelled_executions_are_recorded_but_are_no_evidence(
+    tasks: list[Task], tmp_path: Path
+) -> None:
     store = Store.open(f"sqlite:///{tmp_path / 'cancel.db'}")
     config = scripted_config(agents=[{"name": "slow", "backend": "scripted"}])
     tracker = Tracker(store, spill_dir=tmp_path)
@@ -348,10 +351,19 @@ def test_cancellation_records_cancelled_executions(tasks: list[Task], tmp_path: 
 
     asyncio.run(main())
     tracker.close()
-    rows = store.agent_task_summary()
+    with store.engine.connect() as connection:
+        stored = connection.execute(select(executions.c.cancelled, executions.c.success)).all()
+        points = connection.execute(select(func.count()).select_from(data_points)).scalar_one()
+    logged = read_logged_outcomes(store.engine)
+    assert stored == [(True, False)] * 3, "each cut-off execution is recorded as cancelled"
+    assert store.cancelled_executions() == 3
+    # a stopped run says nothing about the agent: not in the statistics' rates, the router's
+    # warm-start totals, the pool or off-policy evaluation
+    assert store.agent_task_summary() == []
+    assert store.task_aggregates() == []
+    assert points == 0
+    assert logged.logs == [] and logged.left_out == {CANCELLED: 3}
     store.close()
-    assert sum(row.tasks for row in rows) == 3
-    assert all(row.successes == 0 for row in rows)
 
 
 def test_run_is_recorded_in_the_pool(tasks: list[Task], tmp_path: Path) -> None:

@@ -3,10 +3,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from alembic import command
 from pool_records import T0, make_point, make_records
-from sqlalchemy import func, inspect, select
+from sqlalchemy import func, inspect, select, text
 
 from agent_agency.pool import schema
+from agent_agency.pool.engine import make_engine
+from agent_agency.pool.migrate import alembic_config
 from agent_agency.pool.store import Store
 
 
@@ -20,6 +23,25 @@ def test_reopen_is_a_no_op_migration(db_url: str) -> None:
     Store.open(db_url).close()
     with Store.open(db_url) as again:
         assert again.task_aggregates() == []
+
+
+def test_upgrading_keeps_stored_executions_counted_as_finished(db_url: str) -> None:
+    engine = make_engine(db_url)
+    config = alembic_config()
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0003")  # before executions had a `cancelled` column
+        connection.execute(
+            text(
+                "INSERT INTO executions (id, timestamp, task_id, task_type, agent, success, "
+                "latency_ms, tokens, simulated, payload) VALUES ('e1', :when, 't1', 'math', "
+                "'direct', true, 1.0, 3, false, '{}')"
+            ),
+            {"when": T0},
+        )
+    engine.dispose()
+    with Store.open(db_url) as store, store.engine.connect() as connection:
+        assert connection.execute(select(schema.executions.c.cancelled)).scalars().all() == [False]
 
 
 def test_write_records_is_idempotent_and_updates_aggregates_once(store: Store) -> None:

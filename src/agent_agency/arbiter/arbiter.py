@@ -72,7 +72,7 @@ class TaskOutcome:
     decisions: list[RoutingDecision] = field(default_factory=list)
     executions: list[Execution] = field(default_factory=list)
     evaluations: list[Evaluation] = field(default_factory=list)
-    data_point: DataPoint | None = None
+    data_point: DataPoint | None = None  # None when no agent ran it or it was cancelled
     error: str | None = None
     spans: list[Span] = field(default_factory=list)
     interrupted_agent: str | None = None
@@ -144,6 +144,8 @@ class Arbiter:
             self._fail_last(outcome, reason)
         except asyncio.CancelledError:
             self._fail_last(outcome, "cancelled")
+            if outcome.executions:
+                outcome.execution.cancelled = True
             self._record_outcome(outcome)
             raise
         except Exception as error:  # one task's defect must not stop the others or lose records
@@ -327,7 +329,7 @@ class Arbiter:
         except TimeoutError:
             raise AgentUnavailable(f"{spec.key} timed out after {spec.timeout_s} s") from None
         except BackendError as error:
-            raise AgentUnavailable(f"{spec.key} failed: {error}") from None
+            raise AgentUnavailable(_naming_the_agent(spec, backend, str(error))) from None
         except asyncio.CancelledError:
             outcome.interrupted_agent = spec.key
             raise
@@ -354,7 +356,7 @@ class Arbiter:
                 },
             }
         )
-        if outcome.executions:
+        if outcome.executions and not outcome.execution.cancelled:
             outcome.data_point = build_data_point(
                 outcome.task,
                 outcome.decisions[-1],
@@ -401,6 +403,14 @@ class Arbiter:
             for _ in range(limit):
                 group.create_task(worker())
         return [results[index] for index in sorted(results)]
+
+
+def _naming_the_agent(spec: AgentSpec, backend: Backend, reason: str) -> str:
+    """A backend error's message naming the agent once: the backends' own errors start with
+    their name, which holds the agent's key ('openai_compat:big@1: cannot connect …'); any other
+    gets the key put before it."""
+    named = spec.key in backend.name and reason.startswith(f"{backend.name}:")
+    return reason if named else f"{spec.key} failed: {reason}"
 
 
 def _spent(budget: asyncio.Timeout) -> bool:

@@ -21,7 +21,7 @@ from agent_agency.arbiter.ope import (
     ReplayedStrategy,
     evaluate_policy,
 )
-from agent_agency.cli_options import ConfigOption, DbOption, load_settings, open_store
+from agent_agency.cli_options import ConfigOption, DbOption, load_settings, one_of, open_store
 from agent_agency.pool.outcomes import final_evaluations, final_quality
 from agent_agency.pool.queries import simulated_agents, simulated_label, simulation_banner
 from agent_agency.pool.schema import executions, routing_decisions
@@ -35,8 +35,10 @@ def routing() -> None:
     """Routing: evaluate strategies off-policy on logged decisions."""
 
 
+STRATEGIES = [strategy.value for strategy in RoutingStrategy]
 NO_OUTCOME = "no outcome (the task never finished)"
 ZERO_PROPENSITY = "zero propensity (cannot be reweighted)"
+CANCELLED = "cancelled (the run was stopped while the task was under way)"
 
 
 @dataclass
@@ -51,7 +53,8 @@ def read_logged_outcomes(engine: Engine) -> LoggedOutcomes:
     A decision's outcome is the execution it started (`executions.decision_id`): that
     execution's own success flag (the arbiter's verdict) and the quality of its final evaluation
     (`pool.outcomes`), 0.0 if it was never evaluated. An execution that ended without an
-    evaluation (backend error, time-out) is a failure. A decision with no stored execution is a
+    evaluation (backend error, time-out) is a failure; one a stopped run cut off (`cancelled`) is
+    no evidence, and its decision is left out. A decision with no stored execution is a
     failure when a later fallback decision for the same task names its agent as failed;
     otherwise it is unfinished and left out. A decision logged with propensity 0 cannot be
     reweighted and is left out too.
@@ -64,14 +67,19 @@ def read_logged_outcomes(engine: Engine) -> LoggedOutcomes:
             )
         ]
         started = (
-            select(executions.c.id, executions.c.decision_id, executions.c.success)
+            select(
+                executions.c.id,
+                executions.c.decision_id,
+                executions.c.success,
+                executions.c.cancelled,
+            )
             .where(executions.c.decision_id.is_not(None))
             .order_by(executions.c.timestamp)
         )
         # one execution per decision; should there be more, the latest one counts
         by_decision = {
-            decision_id: (execution_id, bool(success))
-            for execution_id, decision_id, success in connection.execute(started)
+            decision_id: (execution_id, bool(success), bool(cancelled))
+            for execution_id, decision_id, success, cancelled in connection.execute(started)
         }
         final = final_evaluations(
             connection, started.with_only_columns(executions.c.id).order_by(None)
@@ -84,7 +92,10 @@ def read_logged_outcomes(engine: Engine) -> LoggedOutcomes:
     for decision in decisions:
         started_execution = by_decision.get(decision.id)
         if started_execution is not None:
-            execution_id, success = started_execution
+            execution_id, success, cancelled = started_execution
+            if cancelled:
+                read.left_out[CANCELLED] += 1
+                continue
             quality = final_quality(final, execution_id)
         elif decision.selected_agent in failed_agents[decision.task_id]:
             success, quality = False, 0.0
@@ -142,12 +153,14 @@ def _estimand(target: ReplayedStrategy, n: int) -> str | None:
 @routing_app.command()
 def evaluate(
     policy: Annotated[
-        RoutingStrategy, typer.Option("--policy", help="routing strategy to evaluate")
+        str,
+        typer.Option("--policy", metavar="|".join(STRATEGIES), help="routing strategy to evaluate"),
     ],
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Estimate how POLICY would have done on the logged decisions (IPS, SNIPS, DR, 95% CI)."""
+    strategy = RoutingStrategy(one_of("--policy", policy, STRATEGIES))
     settings = load_settings(config, db)
     url = settings.storage.url
     console = Console()
@@ -161,12 +174,12 @@ def evaluate(
     banner = simulation_banner(simulated)
     if banner is not None:
         console.print(f"[yellow]{banner}[/yellow]", soft_wrap=True)
-    target = ReplayedStrategy(policy, settings.routing, settings.agents)
+    target = ReplayedStrategy(strategy, settings.routing, settings.agents)
     result = evaluate_policy(
-        logs, target, quality_weight=settings.routing.quality_weight, name=policy.value
+        logs, target, quality_weight=settings.routing.quality_weight, name=strategy.value
     )
     strategies = sorted({log.decision.strategy for log in logs})
-    table = Table(title=f"Off-policy value of '{policy.value}' on {len(logs)} logged decisions")
+    table = Table(title=f"Off-policy value of '{strategy.value}' on {len(logs)} logged decisions")
     table.add_column("estimator")
     table.add_column("mean reward", justify="right")
     table.add_column("95% CI")

@@ -23,6 +23,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    false,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
@@ -82,6 +83,7 @@ executions = Table(
     Column("latency_ms", Float, nullable=False),
     Column("tokens", TokenSum, nullable=False),  # over its iterations
     Column("simulated", Boolean, nullable=False),
+    Column("cancelled", Boolean, nullable=False, server_default=false()),
     Column("payload", Json, nullable=False),
     Index("ix_executions_task_id", "task_id"),
     Index("ix_executions_agent_type_time", "agent", "task_type", "timestamp"),

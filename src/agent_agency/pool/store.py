@@ -14,8 +14,10 @@ from sqlalchemy import (
     Engine,
     Table,
     bindparam,
+    false,
     func,
     select,
+    true,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -144,6 +146,7 @@ def _execution_row(execution: Execution) -> dict[str, Any]:
         "latency_ms": execution.latency_ms,
         "tokens": execution.tokens_used,
         "simulated": execution.simulated,
+        "cancelled": execution.cancelled,
         "payload": RawJson(execution.model_dump_json()),
     }
 
@@ -291,6 +294,7 @@ class _ExecutionFacts:
     success: bool
     latency_ms: float
     tokens: int
+    cancelled: bool
 
 
 def _stored_executions(connection: Connection, ids: set[str]) -> dict[str, _ExecutionFacts]:
@@ -299,11 +303,19 @@ def _stored_executions(connection: Connection, ids: set[str]) -> dict[str, _Exec
     ordered = sorted(ids)
     for start in range(0, len(ordered), 500):
         query = select(
-            ex.c.id, ex.c.agent, ex.c.task_type, ex.c.success, ex.c.latency_ms, ex.c.tokens
+            ex.c.id,
+            ex.c.agent,
+            ex.c.task_type,
+            ex.c.success,
+            ex.c.latency_ms,
+            ex.c.tokens,
+            ex.c.cancelled,
         ).where(ex.c.id.in_(ordered[start : start + 500]))
-        for execution_id, agent, task_type, success, latency, tokens in connection.execute(query):
+        for execution_id, agent, task_type, success, latency, tokens, cancelled in (
+            connection.execute(query)
+        ):
             facts[execution_id] = _ExecutionFacts(
-                agent, task_type, bool(success), float(latency), int(tokens)
+                agent, task_type, bool(success), float(latency), int(tokens), bool(cancelled)
             )
     return facts
 
@@ -316,9 +328,10 @@ def _arm_increments(
     """Per (agent, task type) increments for the executions and evaluations just inserted.
 
     Each newly inserted execution counts once (n, success, latency, tokens) with the quality of
-    its final evaluation stored so far (0.0 if none). A newly inserted evaluation of an execution
-    stored in an earlier batch that becomes that execution's final evaluation replaces the
-    quality it was counted with: the increment is the difference. Both use `pool.outcomes`.
+    its final evaluation stored so far (0.0 if none); a cancelled one not at all. A newly
+    inserted evaluation of an execution stored in an earlier batch that becomes that
+    execution's final evaluation replaces the quality it was counted with: the increment is the
+    difference. Both use `pool.outcomes`.
     """
     counted = {e.id for e in new_executions}
     fresh_ids = {e.id for e in new_evaluations}
@@ -346,6 +359,8 @@ def _arm_increments(
         )
 
     for execution in new_executions:
+        if execution.cancelled:  # no evidence about the agent
+            continue
         quality = final_quality(final_now, execution.id)
         row = arm(execution.agent, execution.task_type)
         row["n"] += 1
@@ -368,6 +383,8 @@ def _arm_increments(
         )
     for execution_id in sorted(changed):
         facts = stored[execution_id]
+        if facts.cancelled:
+            continue
         before = final_quality(final_before, execution_id)
         after = final_quality(final_now, execution_id)
         row = arm(facts.agent, facts.task_type)
@@ -628,12 +645,22 @@ class Store:
             )
             return [ArmAggregate.model_validate(row._asdict()) for row in rows]
 
+    def cancelled_executions(self, since: datetime | None = None) -> int:
+        """How many executions a stopped run cut off (since `since`)."""
+        ex = schema.executions
+        query = select(func.count()).select_from(ex).where(ex.c.cancelled == true())
+        if since is not None:
+            query = query.where(ex.c.timestamp >= to_utc(since))
+        with self._engine.connect() as connection:
+            return int(connection.execute(query).scalar_one())
+
     def agent_task_summary(self, since: datetime | None = None) -> list[AgentTaskSummary]:
         """Per (agent, task type): tasks, success rate, quality and latency from executions.
 
         Each execution counts once with its own success flag (the arbiter's verdict) and the
-        quality of its final (highest-iteration) evaluation, 0 if it was never evaluated. A group
-        is `simulated` when any of its executions came from a scripted agent.
+        quality of its final (highest-iteration) evaluation, 0 if it was never evaluated; a
+        cancelled one not at all (`cancelled_executions` counts them). A group is `simulated`
+        when any of its executions came from a scripted agent.
         """
         ex = schema.executions
         executions_query = select(
@@ -644,7 +671,7 @@ class Store:
             ex.c.latency_ms,
             ex.c.tokens,
             ex.c.simulated,
-        )
+        ).where(ex.c.cancelled == false())
         if since is not None:
             executions_query = executions_query.where(ex.c.timestamp >= to_utc(since))
         with self._engine.connect() as connection:
