@@ -4,6 +4,8 @@ The child is `python -I` started with a scrubbed environment in a fresh session.
 untrusted code runs, a small trusted bootstrap inside the child (still root) isolates itself:
 
 - a new network namespace (loopback down, no interfaces), so every connection fails;
+- new IPC and UTS namespaces, so System V shared memory, semaphores and message queues of the
+  host or of an earlier run are out of reach, and those the code makes end with the run;
 - a new mount namespace in which every mount is remounted read-only except the work directory,
   itself a tmpfs of `WORK_DIR_LIMIT_MB` (the total the code may write);
 - in that namespace, an empty tmpfs over the directories where host processes keep their
@@ -17,7 +19,11 @@ untrusted code runs, a small trusted bootstrap inside the child (still root) iso
   count that is meaningful because the child then drops to a throw-away uid used by no one else
   (RLIMIT_NPROC does not apply to root and counts per uid);
 - a memory cgroup (v1 or v2, made beneath the caller's own) that bounds all the run's processes
-  together, which the address-space limit, per process, does not.
+  together, which the address-space limit, per process, does not. The run's processes are the
+  OOM killer's first choice (`oom_score_adj` 1000), not the process waiting outside the PID
+  namespace, and each one is killed when its parent dies (PR_SET_PDEATHSIG), so an OOM kill
+  anywhere ends the run rather than orphaning part of it. A cgroup OOM kill is reported as the
+  memory limit.
 
 The first process of the PID namespace is the *supervisor*: it forks the process that runs the
 code and, for `FunctionTests`, runs the tests itself. The code's process never holds the tests,
@@ -32,12 +38,14 @@ status of the code is never a pass by itself.
 Doing this in the child, rather than in a `preexec_fn`, keeps `run_python` safe to call from
 threads. The parent enforces a wall-clock limit (the smaller of the run's and the deadline set
 with `run_limits`), kills the whole session on timeout or cancellation and, as the same
-throw-away uid, signals every process that escaped when no PID namespace holds them. Output goes
+throw-away uid, signals every process that escaped when no PID namespace holds them or no verdict
+came back; it kills whatever is left in the run's cgroup before removing it. Output goes
 to root-owned files capped by RLIMIT_FSIZE, so a flood of output cannot exhaust the parent's
 memory. The child lists the isolation steps it applied in `SandboxResult.isolation_applied`; if a
 step is impossible here, it records why in `SandboxResult.isolation_notes` and carries on with
 the remaining limits. Failure reasons come from what the supervisor and the parent observed
-(signals, the type and errno of an exception); text the code produced is only ever quoted.
+(signals, the type and errno of an exception, the cgroup's OOM kills); text the code produced is
+only ever quoted, bounded, and never as the sandbox's own words.
 """
 
 from __future__ import annotations
@@ -76,6 +84,8 @@ MAX_OPEN_FILES = 64
 # quotes, and how much the child passes on.
 _QUOTE_CHARS = 200
 _MESSAGE_CHARS = 500
+# How much of an exception's type name the child passes on.
+_NAME_CHARS = 100
 _VERDICT_LIMIT_BYTES = 1024 * 1024
 # How often a run waiting for its process checks whether it was cancelled.
 _CANCEL_POLL_S = 0.05
@@ -175,14 +185,28 @@ cfg, program_files = payload["config"], payload["files"]
 work, uid, entry_point = cfg["work"], cfg["uid"], cfg["entry_point"]
 notes, applied = [], []
 libc = ctypes.CDLL(None, use_errno=True)
+# This process's, opened while /proc is still writable: the mount namespace makes it read-only.
+try:
+    oom_score_adj = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+except OSError:
+    oom_score_adj = None
 libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
                        ctypes.c_void_p]
 CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x20000000, 0x40000000
+CLONE_NEWIPC, CLONE_NEWUTS = 0x08000000, 0x04000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-PR_SET_DUMPABLE = 4
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
 def err():
     return os.strerror(ctypes.get_errno())
+def parent_alive():
+    return os.getppid() == cfg["parent_pid"]
+def die_with_parent(alive):
+    # Set again after a uid change, which clears it; a parent gone before it was set sends none.
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if not alive():
+        os._exit(1)
+die_with_parent(parent_alive)  # the thread of the caller that started this process
 group = cfg["memory_cgroup"]
 if "procs" in group:
     try:
@@ -199,6 +223,17 @@ if libc.unshare(CLONE_NEWNET) != 0:
                  "sockets are NOT isolated")
 else:
     applied.append("network namespace: no network, no abstract Unix socket of the host")
+if libc.unshare(CLONE_NEWIPC) != 0:
+    notes.append("IPC namespace unavailable (" + err() + "): System V shared memory, semaphores "
+                 "and message queues of the host are reachable, and those the code makes outlive"
+                 " the run")
+else:
+    applied.append("IPC namespace: no System V IPC object of the host or of another run, and"
+                   " none outlives the run")
+if libc.unshare(CLONE_NEWUTS) != 0:
+    notes.append("UTS namespace unavailable (" + err() + ")")
+else:
+    applied.append("UTS namespace: its own host name")
 def unescape(path):
     return path.encode().decode("unicode_escape")
 private_mounts = False
@@ -255,16 +290,41 @@ else:
         if libc.mount(None, point.encode(), None, flags, None) != 0 and point in ("/", "/tmp"):
             notes.append("cannot make " + point + " read-only (" + err() + ")")
     applied.append("mount namespace: read-only outside the work directory")
+def set_oom_score_adj(value):
+    try:
+        os.write(oom_score_adj, value)
+        return True
+    except (OSError, TypeError):  # below 0 only with CAP_SYS_RESOURCE
+        return False
+def close_oom_score_adj():
+    if oom_score_adj is not None:
+        os.close(oom_score_adj)
 if libc.unshare(CLONE_NEWPID) != 0:
     notes.append("PID namespace unavailable (" + err() + "): host processes are visible")
 else:
+    alive, alive_out = os.pipe()  # the write end closes when this process dies
+    # The OOM killer takes the run's processes first, which inherit this: not the one below.
+    set_oom_score_adj(b"1000")
     init = os.fork()
     if init:
-        # This process stays outside the namespace only to wait for its first process.
-        for fd in (cfg["secret_fd"], cfg["verdict_fd"]):
+        # This process stays outside the namespace only to wait for its first process. Were the
+        # OOM killer to end it, the parent would return while the run's processes went on.
+        for fd in (cfg["secret_fd"], cfg["verdict_fd"], alive):
             os.close(fd)
+        set_oom_score_adj(b"-1000") or set_oom_score_adj(b"0")
+        close_oom_score_adj()
         code = os.waitstatus_to_exitcode(os.waitpid(init, 0)[1])
         os._exit(code if code >= 0 else 128 - code)
+    os.close(alive_out)
+    def parent_alive():
+        # The parent is outside the namespace, where getppid() reads 0.
+        os.set_blocking(alive, False)
+        try:
+            return os.read(alive, 1) != b""
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(alive)
     if not private_mounts:
         notes.append("PID namespace without its own /proc (no mount namespace): host processes"
                      " are visible")
@@ -273,6 +333,7 @@ else:
         notes.append("cannot mount a private /proc (" + err() + "): host processes are visible")
     else:
         applied.append("PID namespace with its own /proc: no host process visible")
+close_oom_score_adj()
 limits = [
     (resource.RLIMIT_CPU, cfg["cpu_s"]),
     (resource.RLIMIT_AS, cfg["memory_bytes"]),
@@ -291,6 +352,7 @@ try:
     applied.append("throw-away user " + str(uid))
 except OSError as error:
     notes.append("cannot drop privileges (" + str(error) + "): process limit is NOT enforced")
+die_with_parent(parent_alive)
 # Without a uid change the kernel leaves the process dumpable: the code's process could then read
 # the supervisor's memory and descriptors (the tests, the nonce) through /proc.
 libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
@@ -322,14 +384,19 @@ def foreign_type(value):
             if kind is dict:
                 pending.extend(item.values())
     return None
+def bounded_fault(name, number, message):
+    # Every field ends up in the verdict: a type name of megabytes would push the verdict past
+    # what the parent reads, an errno too long for str() would break json.dumps.
+    if type(number) is not int or not -2 ** 31 <= number < 2 ** 31:
+        number = None
+    return (name[:cfg["name_chars"]], number, message[:cfg["message_chars"]])
 def fault(error):
     try:
         message = str(error)
+        number = getattr(error, "errno", None)
     except BaseException:
-        message = "(its message could not be read)"
-    number = getattr(error, "errno", None)
-    return (type(error).__name__, number if type(number) is int else None,
-            message[:cfg["message_chars"]])
+        message, number = "(its message could not be read)", None
+    return bounded_fault(type(error).__name__, number, message)
 def send(fd, data):
     data = len(data).to_bytes(8, "big") + data
     while data:
@@ -411,8 +478,11 @@ class CandidateError(Exception):
 class Stopped(BaseException):
     "The function failed in a way no test may catch."
 def valid_fault(value):
-    return (type(value) is tuple and len(value) == 3 and type(value[0]) is str
-            and (value[1] is None or type(value[1]) is int) and type(value[2]) is str)
+    # A fault as the code's process sent it, bounded; None if it is not one.
+    if (type(value) is tuple and len(value) == 3 and type(value[0]) is str
+            and (value[1] is None or type(value[1]) is int) and type(value[2]) is str):
+        return bounded_fault(*value)
+    return None
 def exit_code_of(program):
     return os.waitstatus_to_exitcode(os.waitpid(program, 0)[1])
 def test_line(line_number, lines):
@@ -478,12 +548,13 @@ class Candidate:
             foreign = foreign_type(reply[1])
             if foreign is None:
                 return reply[1]
-            self.stop("foreign-result", (foreign, None, ""))
+            self.stop("foreign-result", bounded_fault(foreign, None, ""))
+        error = valid_fault(reply[1]) if kind is not None else None
         if kind in ("function-raised", "function-aborted", "foreign-result",
-                    "unsendable-result") and valid_fault(reply[1]):
+                    "unsendable-result") and error is not None:
             if kind != "function-raised":
-                self.stop(kind, reply[1])
-            self.raised = (self.exception_for(reply[1]), reply[1])
+                self.stop(kind, error)
+            self.raised = (self.exception_for(error), error)
             raise self.raised[0]
         self.stop("invalid-reply")
 def script_verdict(program, replies):
@@ -500,7 +571,7 @@ def script_verdict(program, replies):
             error = marshal.loads(report[8:8 + int.from_bytes(report[:8], "big")])
         except Exception:
             pass
-    return {"passed": None, "problem": None, "error": error if valid_fault(error) else None,
+    return {"passed": None, "problem": None, "error": valid_fault(error),
             "exit_code": exit_code, "failed_test": None}
 def test_verdict(program, requests, replies, secret):
     lines = secret["test"].splitlines()
@@ -518,9 +589,10 @@ def test_verdict(program, requests, replies, secret):
         report = None
     if report is None:
         return failure("load-died", exit_code=exit_code_of(program))
-    if type(report) is tuple and len(report) == 2 and report[0] == "load-raised" \
-            and valid_fault(report[1]):
-        return failure("load-raised", report[1])
+    if type(report) is tuple and len(report) == 2 and report[0] == "load-raised":
+        error = valid_fault(report[1])
+        if error is not None:
+            return failure("load-raised", error)
     if report == ("no-entry-point",):
         return failure("no-entry-point")
     if report != ("loaded",):
@@ -550,7 +622,13 @@ def supervise(program, requests, replies):
     except BaseException as error:
         verdict = failure("supervisor-failed", fault(error))
     verdict["nonce"] = secret["nonce"]
-    os.write(cfg["verdict_fd"], ("\n" + json.dumps(verdict) + "\n").encode())
+    try:
+        record = json.dumps(verdict)
+    except Exception as error:
+        verdict = failure("supervisor-failed", fault(error))
+        verdict["nonce"] = secret["nonce"]
+        record = json.dumps(verdict)
+    os.write(cfg["verdict_fd"], ("\n" + record + "\n").encode())
     try:
         os.kill(program, signal.SIGKILL)
     except OSError:
@@ -563,8 +641,10 @@ replies_in, replies_out = os.pipe()
 # tests (a namespace's first process receives no ignored signal from inside at all). Ignored
 # before the fork, so that no signal arrives in between.
 signal.signal(signal.SIGINT, signal.SIG_IGN)
+supervisor = os.getpid()
 program = os.fork()
 if program == 0:
+    die_with_parent(lambda: os.getppid() == supervisor)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     for fd in (cfg["secret_fd"], cfg["verdict_fd"], requests_out, replies_in):
         os.close(fd)
@@ -643,14 +723,34 @@ def _memory_cgroup_parent() -> tuple[Path, str] | str:
     return "no memory cgroup delegated to this process"
 
 
+@dataclass(frozen=True)
+class _MemoryCgroup:
+    """A run's memory cgroup: what the bootstrap needs to join it (`procs`, `mb`) or why there is
+    none (`unavailable`), and its directory."""
+
+    config: dict[str, Any]
+    path: Path | None = None
+
+    def oom_kills(self) -> int:
+        """How many processes of the run the kernel's OOM killer ended."""
+        if self.path is None:
+            return 0
+        for name in ("memory.events", "memory.oom_control"):  # v2, v1
+            with contextlib.suppress(OSError, ValueError):
+                for line in (self.path / name).read_text().splitlines():
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+        return 0
+
+
 @contextlib.contextmanager
-def _memory_cgroup(uid: int, limit_mb: int) -> Iterator[dict[str, Any]]:
-    """A memory cgroup of `limit_mb` for one run, removed afterwards: what the bootstrap needs to
-    join it (`procs`, `mb`), or why there is none (`unavailable`)."""
+def _memory_cgroup(uid: int, limit_mb: int) -> Iterator[_MemoryCgroup]:
+    """A memory cgroup of `limit_mb` for one run, emptied and removed afterwards."""
     unavailable = "memory limited per process only, not for the run as a whole: "
     found = _memory_cgroup_parent()
     if isinstance(found, str):
-        yield {"unavailable": unavailable + found}
+        yield _MemoryCgroup({"unavailable": unavailable + found})
         return
     parent, limit_file = found
     group = parent / f"agency-sandbox-{uid}-{secrets.token_hex(4)}"
@@ -664,12 +764,57 @@ def _memory_cgroup(uid: int, limit_mb: int) -> Iterator[dict[str, Any]]:
     except OSError as error:
         with contextlib.suppress(OSError):
             group.rmdir()
-        yield {"unavailable": unavailable + f"cannot make a memory cgroup ({error.strerror})"}
+        reason = f"cannot make a memory cgroup ({error.strerror})"
+        yield _MemoryCgroup({"unavailable": unavailable + reason})
         return
     try:
-        yield {"procs": str(group / "cgroup.procs"), "mb": limit_mb}
+        yield _MemoryCgroup({"procs": str(group / "cgroup.procs"), "mb": limit_mb}, group)
     finally:
+        _kill_members(group)
         _remove_cgroup(group)
+
+
+def _members(group: Path) -> set[int]:
+    try:
+        return {int(pid) for pid in (group / "cgroup.procs").read_text().split()}
+    except OSError:
+        return set()
+
+
+def _pidfds(pids: set[int]) -> dict[int, int]:
+    handles = {}
+    for pid in pids:
+        with contextlib.suppress(OSError):  # gone, or no pidfd on this kernel
+            handles[pid] = os.pidfd_open(pid)
+    return handles
+
+
+def _kill_process(pid: int, pidfd: int | None) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        if pidfd is None:
+            os.kill(pid, signal.SIGKILL)
+        else:
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+
+
+def _kill_members(group: Path) -> None:
+    """Kill every process left in a run's cgroup, until none is (one may fork meanwhile).
+
+    Where the OOM killer ended the process that waited for the others, nothing else would."""
+    for _ in range(100):
+        pids = _members(group)
+        if not pids:
+            return
+        handles = _pidfds(pids)
+        try:
+            # Still listed once its pidfd is open: the pidfd is that process, not one that took
+            # over the pid of a process gone meanwhile.
+            for pid in _members(group) & pids:
+                _kill_process(pid, handles.get(pid))
+        finally:
+            for handle in handles.values():
+                os.close(handle)
+        time.sleep(0.01)
 
 
 def _remove_cgroup(group: Path) -> None:
@@ -696,7 +841,25 @@ def _validated_relative(name: str) -> PurePosixPath:
             f"files: invalid file name {name!r}: must be a relative path inside the sandbox, "
             f"without '..', and not {MAIN_FILE!r} (the code itself)"
         )
+    if (problem := _lone_surrogate(name)) is not None:
+        raise ValueError(f"files: invalid file name {name!r}: it holds {problem}")
     return path
+
+
+def _validated_text(name: str, text: str) -> str:
+    if (problem := _lone_surrogate(text)) is not None:
+        raise ValueError(f"files: {name!r} cannot be saved as UTF-8: it holds {problem}")
+    return text
+
+
+def _lone_surrogate(text: str) -> str | None:
+    """Where `text` holds a lone surrogate (the only str UTF-8 cannot encode), if it does."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        line = text.count("\n", 0, error.start) + 1
+        return f"a lone surrogate (U+{ord(text[error.start]):04X}) on line {line}"
+    return None
 
 
 def _kill_uid(uid: int) -> None:
@@ -852,11 +1015,15 @@ _SIGNAL_REASONS: dict[int, str] = {
 }
 
 
-def _status_reason(exit_code: int | None) -> str:
+def _status_reason(exit_code: int | None, oom: str | None = None) -> str:
+    """How a process ended; `oom`: the reason to give for SIGKILL once the run's memory cgroup
+    saw the OOM killer act."""
     if exit_code is None:
         return "ended"
     if exit_code >= 0:
         return f"exited with code {exit_code}"
+    if exit_code == -signal.SIGKILL and oom is not None:
+        return oom
     try:
         name = signal.Signals(-exit_code).name
     except ValueError:
@@ -869,7 +1036,9 @@ def _last_output_line(stderr: str) -> str:
     return f"; the last line it wrote to stderr: {_quoted(lines[-1])}" if lines else ""
 
 
-def _test_failure_reason(verdict: _Verdict, entry_point: str, memory_mb: int) -> str:
+def _test_failure_reason(
+    verdict: _Verdict, entry_point: str, memory_mb: int, oom: str | None
+) -> str:
     error = verdict.error
     match verdict.problem:
         case "assertion":
@@ -884,7 +1053,7 @@ def _test_failure_reason(verdict: _Verdict, entry_point: str, memory_mb: int) ->
         case "function-aborted":
             return _raised("the function", error, memory_mb) + ", which ends its process"
         case "function-died":
-            status = _status_reason(verdict.exit_code)
+            status = _status_reason(verdict.exit_code, oom)
             return f"the function's process ended during a call: {status}"
         case "foreign-result":
             name = _type_name(error[0]) if error else "?"
@@ -894,7 +1063,8 @@ def _test_failure_reason(verdict: _Verdict, entry_point: str, memory_mb: int) ->
         case "load-raised":
             return _raised("the code", error, memory_mb) + " while loading"
         case "load-died":
-            return f"the code's process ended while loading: {_status_reason(verdict.exit_code)}"
+            status = _status_reason(verdict.exit_code, oom)
+            return f"the code's process ended while loading: {status}"
         case "no-entry-point":
             return f"the code does not define the function {entry_point}"
         case "invalid-reply":
@@ -903,12 +1073,12 @@ def _test_failure_reason(verdict: _Verdict, entry_point: str, memory_mb: int) ->
             return _raised("the sandbox's supervisor", error, memory_mb)
 
 
-def _script_failure_reason(verdict: _Verdict, stderr: str, memory_mb: int) -> str:
+def _script_failure_reason(verdict: _Verdict, stderr: str, memory_mb: int, oom: str | None) -> str:
     if verdict.problem is not None:
         return _raised("the sandbox's supervisor", verdict.error, memory_mb)
     if verdict.error is not None and verdict.exit_code is not None and verdict.exit_code > 0:
         return f"{_raised('the program', verdict.error, memory_mb)} (exit code {verdict.exit_code})"
-    reason = _status_reason(verdict.exit_code)
+    reason = _status_reason(verdict.exit_code, oom)
     return reason + _last_output_line(stderr) if verdict.exit_code else reason
 
 
@@ -958,6 +1128,18 @@ def _not_run(stop: _Stop, budget_s: float) -> SandboxResult:
     )
 
 
+def _not_saved(problem: str) -> SandboxResult:
+    return SandboxResult(
+        ok=False,
+        exit_code=None,
+        stdout="",
+        stderr="",
+        timed_out=False,
+        reason=f"the code was not run: it holds {problem}, which no UTF-8 file can",
+        duration_ms=0.0,
+    )
+
+
 @dataclass(frozen=True)
 class _Run:
     """What the parent saw of one run of the child."""
@@ -971,6 +1153,7 @@ class _Run:
     notes: list[str]
     applied: list[str]
     duration_ms: float
+    oom: str | None  # the reason to give when the OOM killer ended a process of the run
 
 
 def _execute(
@@ -995,12 +1178,13 @@ def _execute(
         if privileged:
             os.chown(work, uid, uid)
         with contextlib.ExitStack() as stack:
+            group_mb = memory_mb + WORK_DIR_LIMIT_MB + _SUPERVISOR_MB
             memory_cgroup = (
-                stack.enter_context(
-                    _memory_cgroup(uid, memory_mb + WORK_DIR_LIMIT_MB + _SUPERVISOR_MB)
-                )
+                stack.enter_context(_memory_cgroup(uid, group_mb))
                 if privileged
-                else {"unavailable": "memory limited per process only (no root for a cgroup)"}
+                else _MemoryCgroup(
+                    {"unavailable": "memory limited per process only (no root for a cgroup)"}
+                )
             )
             tests_file = stack.enter_context(_payload(base, secret))
             verdict_file, out, err = (
@@ -1018,9 +1202,11 @@ def _execute(
                 "disk_mb": WORK_DIR_LIMIT_MB,
                 "nofile": MAX_OPEN_FILES,
                 "nproc": MAX_PROCESSES,
-                "memory_cgroup": memory_cgroup,
+                "memory_cgroup": memory_cgroup.config,
                 "masks": _masks(str(work)),
                 "message_chars": _MESSAGE_CHARS,
+                "name_chars": _NAME_CHARS,
+                "parent_pid": os.getpid(),
                 "secret_fd": tests_file.fileno(),
                 "verdict_fd": verdict_file.fileno(),
             }
@@ -1058,8 +1244,15 @@ def _execute(
             isolation, verdict = _read_records(verdict_file, nonce)
             applied = isolation.applied if isolation is not None else []
             contained = any(step.startswith(_PID_NAMESPACE_STEP) for step in applied)
-            if privileged and (stop is not None or not contained):
+            # Without a verdict the supervisor may have lost the process waiting for it (the OOM
+            # killer's choice) and run on.
+            if privileged and (stop is not None or not contained or verdict is None):
                 _kill_uid(uid)
+            oom = (
+                f"memory limit exceeded ({group_mb} MB for all processes of the run together)"
+                if memory_cgroup.oom_kills()
+                else None
+            )
             return _Run(
                 stop=stop,
                 returncode=process.returncode,
@@ -1070,6 +1263,7 @@ def _execute(
                 notes=isolation.notes if isolation is not None else [],
                 applied=applied,
                 duration_ms=duration_ms,
+                oom=oom,
             )
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -1079,13 +1273,20 @@ def _failure_reason(run: _Run, tests: FunctionTests | None, budget_s: float, mem
     if run.stop is not None:
         return _stop_reason(run.stop, budget_s)
     if run.verdict is None:
-        status = _status_reason(run.returncode) + _last_output_line(run.stderr)
-        if not run.reached_code:
-            return f"sandbox failed to start: {status}"
-        return f"the sandbox's supervisor ended without a verdict: {status}"
+        return _no_verdict_reason(run)
     if tests is not None:
-        return _test_failure_reason(run.verdict, tests.entry_point, memory_mb)
-    return _script_failure_reason(run.verdict, run.stderr, memory_mb)
+        return _test_failure_reason(run.verdict, tests.entry_point, memory_mb, run.oom)
+    return _script_failure_reason(run.verdict, run.stderr, memory_mb, run.oom)
+
+
+def _no_verdict_reason(run: _Run) -> str:
+    if not run.reached_code:  # only the bootstrap has written to stderr
+        status = _status_reason(run.returncode) + _last_output_line(run.stderr)
+        return f"sandbox failed to start: {status}"
+    # From here on stderr is the code's as much as the sandbox's: none of it is quoted here, where
+    # it would read as the sandbox's own diagnosis.
+    ended = "the sandbox's supervisor ended without a verdict"
+    return f"{run.oom}: {ended}" if run.oom else f"{ended}: {_status_reason(run.returncode)}"
 
 
 def run_python(
@@ -1104,7 +1305,12 @@ def run_python(
         raise ValueError(f"timeout_s: must be > 0, got {timeout_s}")
     if memory_mb < 64:
         raise ValueError(f"memory_mb: must be >= 64 (the interpreter needs it), got {memory_mb}")
-    extra = {str(_validated_relative(name)): text for name, text in (files or {}).items()}
+    extra = {
+        str(_validated_relative(name)): _validated_text(name, text)
+        for name, text in (files or {}).items()
+    }
+    if (problem := _lone_surrogate(code)) is not None:
+        return _not_saved(problem)
     limits = _RUN_LIMITS.get()
     budget_s = timeout_s
     if limits is not None and limits.deadline is not None:
