@@ -9,6 +9,7 @@ import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
+from typing import get_args
 
 import pytest
 import yaml
@@ -19,6 +20,7 @@ from agent_agency import cli
 from agent_agency import runner as runner_module
 from agent_agency.cli import app, parse_since
 from agent_agency.pool.store import Store
+from agent_agency.records import Execution
 from agent_agency.runner import PreparedRun, RunReport
 
 runner = CliRunner()
@@ -131,6 +133,36 @@ def test_an_empty_task_file_is_named_as_holding_no_tasks(workdir: Path) -> None:
     assert not (workdir / "agency.db").exists()
 
 
+def test_a_task_file_may_not_reuse_the_id_of_a_builtin_task_of_another_split(
+    workdir: Path,
+) -> None:
+    from agent_agency.tasks import load_builtin
+
+    heldout = load_builtin(["arithmetic"], split="heldout")[0]
+    task = {
+        "id": heldout.id,
+        "type": "arithmetic",
+        "prompt": "What is 1 plus 1?",
+        "grader": {"kind": "exact-number", "reference": {"answer": 2}},
+    }
+    (workdir / "mine.jsonl").write_text(json.dumps(task) + "\n")
+    # the default split is train: the held-out task is not run, but its id is taken
+    result = runner.invoke(app, ["run", "--builtin", "arithmetic", "--suite", "mine.jsonl"])
+    assert result.exit_code == 2, result.output
+    assert (
+        f"error: mine.jsonl:1: id: duplicate task id {heldout.id!r} (already a heldout task of "
+        "the built-in suite 'arithmetic' run with it)"
+    ) in result.output
+    assert not (workdir / "agency.db").exists()
+
+
+def test_a_run_of_one_task_says_task_not_tasks(workdir: Path) -> None:
+    result = runner.invoke(app, ["run", "--tasks", "1"])
+    assert result.exit_code == 0, result.output
+    assert "Running 1 task on agents" in result.output
+    assert "1 task in " in result.output and "1 tasks" not in result.output
+
+
 def quantum_tasks(workdir: Path) -> Path:
     suite = workdir / "quantum.jsonl"
     lines = [
@@ -183,7 +215,8 @@ def test_a_misspelt_task_type_in_the_config_is_warned_about(workdir: Path) -> No
 
 
 @pytest.mark.parametrize(
-    ("stop", "code", "by"), [(signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")]
+    ("stop", "code", "by", "db"),
+    [(signal.SIGINT, 130, "Ctrl-C", None), (signal.SIGTERM, 143, "SIGTERM", "my runs.db")],
 )
 def test_an_interrupted_run_says_what_it_recorded(
     workdir: Path,
@@ -192,6 +225,7 @@ def test_an_interrupted_run_says_what_it_recorded(
     stop: signal.Signals,
     code: int,
     by: str,
+    db: str | None,
 ) -> None:
     real_execute_run = runner_module.execute_run
 
@@ -210,22 +244,29 @@ def test_an_interrupted_run_says_what_it_recorded(
         return await real_execute_run(prepared, on_task_done=count)
 
     monkeypatch.setattr(runner_module, "execute_run", stopped_after_three_tasks)
-    result = runner.invoke(app, ["run", "--tasks", "10", "--concurrency", "1"])
+    db_option = [] if db is None else ["--db", db]
+    result = runner.invoke(app, ["run", "--tasks", "10", "--concurrency", "1", *db_option])
     assert result.exit_code == code, result.output
     output = " ".join(result.output.split())
     # the signal is handled at the loop's next turn: a task may finish in between
     finished = int(output.split(f"interrupted by {by} after ")[1].split(" of 10 tasks (")[0])
     assert finished in (3, 4), output
+    # the command that reads them names the database the run used
+    stats_command = "agency stats" if db is None else "agency stats --db 'my runs.db'"
     assert (" of 10 tasks (") in output and (
-        " succeeded): they are recorded in sqlite:///agency.db, and the tasks still running as "
-        "failed ('cancelled'); `agency stats` summarises them; no run summary was written. Run "
-        "the same command again to run the tasks anew: the router starts from what was recorded"
+        f" succeeded): they are recorded in sqlite:///{db or 'agency.db'}, and `{stats_command}` "
+        "summarises them; the tasks still running are recorded as cancelled, which counts for no "
+        "agent. No run summary was written. Run the same command again to run the tasks anew: "
+        "the router starts from what was recorded"
     ) in output, output
     assert not (workdir / "agency-run.json").exists()
-    stats = runner.invoke(app, ["stats", "--json"])
-    # those finished, and the one running when the signal came if the next had started
-    recorded = sum(row["tasks"] for row in json.loads(stats.output)["summary"])
-    assert recorded in (finished, finished + 1)
+    stats = json.loads(runner.invoke(app, ["stats", "--json", *db_option]).output)
+    # those finished; the one running when the signal came, if the next had started, is cancelled
+    assert sum(row["tasks"] for row in stats["summary"]) == finished
+    assert stats["cancelled_executions"] in (0, 1)
+    if stats["cancelled_executions"]:
+        shown = runner.invoke(app, ["stats", *db_option]).output
+        assert "Not counted above: 1 execution cut off by a stopped run" in shown
     # no task was left holding the interruption: asyncio would log it when the task is collected
     del result
     gc.collect()
@@ -406,14 +447,57 @@ def test_stats_since_after_every_execution_says_older_ones_exist(workdir: Path) 
     assert "yet" not in result.output
 
 
-@pytest.mark.parametrize("command", [["stats"], ["pool", "stats"], ["pool", "quarantine"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["stats"],
+        ["pool", "stats"],
+        ["pool", "quarantine"],
+        ["audit", "verify"],
+        ["routing", "evaluate", "--policy", "ucb1"],
+    ],
+)
 def test_reading_commands_name_a_missing_database_and_create_none(
     workdir: Path, command: list[str]
 ) -> None:
     result = runner.invoke(app, [*command, "--db", "missing.db"])
     assert result.exit_code == 2
-    assert "no database at missing.db" in result.output
+    # named as the option it was given with, not as the configuration's storage.url
+    assert "error: --db: no database at missing.db" in result.output
     assert not (workdir / "missing.db").exists()
+
+
+@pytest.mark.parametrize("command", [["stats"], ["run"], ["pool", "stats"], ["audit", "verify"]])
+def test_a_db_option_that_is_no_database_url_is_named_as_the_option(
+    workdir: Path, command: list[str]
+) -> None:
+    result = runner.invoke(app, [*command, "--db", "postgresql://someone@host:port/db"])
+    assert result.exit_code == 2, result.output
+    assert (
+        "error: --db: 'postgresql://someone@host:port/db' is not a database URL (expected e.g. "
+        "sqlite:///agency.db or postgresql+psycopg://user@host/db)"
+    ) in " ".join(result.output.split())
+    assert "storage.url" not in result.output and "invalid literal" not in result.output
+
+
+def test_stats_on_a_pool_of_ingested_points_points_to_pool_stats(workdir: Path) -> None:
+    from agent_agency.pool.queries import get_batch
+
+    assert runner.invoke(app, ["run", "--tasks", "3", "--db", "runs.db"]).exit_code == 0
+    with Store.open("sqlite:///runs.db") as store:
+        points = get_batch(store, {})
+    assert points
+    (workdir / "points.jsonl").write_text("".join(p.model_dump_json() + "\n" for p in points))
+    ingested = runner.invoke(app, ["pool", "ingest", "points.jsonl", "--db", "pool only.db"])
+    assert ingested.exit_code == 0, ingested.output
+    for since in ([], ["--since", "7d"]):
+        result = runner.invoke(app, ["stats", "--db", "pool only.db", *since])
+        assert result.exit_code == 0, result.output
+        assert " ".join(result.output.split()) == (
+            "No recorded executions in sqlite:///pool only.db: it holds only data points stored "
+            "in the pool (`agency pool ingest`); `agency pool stats --db 'pool only.db'` "
+            "summarises them."
+        )
 
 
 @pytest.mark.parametrize(
@@ -432,7 +516,7 @@ def test_a_database_that_cannot_be_opened_is_named_without_a_traceback(
     source.write_text("{}\n")
     result = runner.invoke(app, ["pool", "ingest", str(source), "--db", db])
     assert result.exit_code == 2, result.output
-    assert "storage.url: cannot open" in result.output and reason in result.output
+    assert "error: --db: cannot open" in result.output and reason in result.output
     assert "secret" not in result.output  # the password is hidden
     assert isinstance(result.exception, SystemExit)  # no traceback
 
@@ -548,8 +632,94 @@ def test_an_empty_db_option_is_refused_rather_than_an_in_memory_database(workdir
     assert "--db: empty" in result.output
 
 
+@pytest.mark.parametrize(
+    ("command", "shown"),
+    [
+        (
+            ["run"],
+            [
+                "--tasks -n N [x>=1]",
+                "--suite FILE",
+                "--builtin NAME",
+                "--split train|heldout|all",
+                "--json PATH",
+                "--db URL",
+                "--config -c FILE",
+            ],
+        ),
+        (["stats"], ["--since WHEN", "--json print JSON"]),
+        (["replay"], ["replay [OPTIONS] {FILE}"]),
+        (["audit", "verify"], ["--expect-head HASH"]),
+        (["routing", "evaluate"], ["thompson|ucb1|epsilon_greedy|linucb|lints|capability"]),
+    ],
+)
+def test_help_shows_readable_metavars_and_the_choices(command: list[str], shown: list[str]) -> None:
+    from agent_agency.records import SplitChoice
+
+    result = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    text = " ".join(result.output.replace("│", " ").split())
+    for option in shown:
+        assert option in text, text
+    for leaked in ("<str>", "<path>", "<list[", "{path}", "<int", "<bool> print"):
+        assert leaked not in text, text
+    assert get_args(SplitChoice) == cli.SPLITS
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["run", "--split", "dev"], "error: --split: 'dev' is not one of train, heldout, all"),
+        (
+            ["routing", "evaluate", "--policy", "psychic"],
+            "error: --policy: 'psychic' is not one of thompson, ucb1, epsilon_greedy, linucb, "
+            "lints, capability, load_balance, fallback",
+        ),
+    ],
+)
+def test_a_choice_outside_the_allowed_ones_is_named_without_pydantic_s_prefix(
+    workdir: Path, options: list[str], message: str
+) -> None:
+    result = runner.invoke(app, options)
+    assert result.exit_code == 2
+    assert message in result.output
+    assert "Value error" not in result.output
+
+
+def test_config_errors_leak_no_pydantic_pattern_or_yaml_internals(workdir: Path) -> None:
+    (workdir / "agency.yaml").write_text("run:\n  split: dev\n")
+    result = runner.invoke(app, ["config", "show"])
+    assert result.exit_code == 2
+    assert "run.split: Input should be 'train', 'heldout' or 'all'" in result.output
+    assert "pattern" not in result.output
+    (workdir / "agency.yaml").write_text("run:\n  tasks: [1,\n")
+    result = runner.invoke(app, ["config", "show"])
+    assert result.exit_code == 2
+    assert result.output == (
+        "error: agency.yaml: line 3 is not valid YAML: while parsing a flow node; expected the "
+        "node content, but found '<stream end>' (column 1)\n"
+    )
+
+
 def test_help_joins_a_docstrings_wrapped_lines_into_paragraphs() -> None:
     # docstrings are wrapped in the source; help text must not break lines where they were
     result = runner.invoke(app, ["pool", "ingest", "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
     assert "(exit status 130 or 143); running the command again resumes it" in result.output
+
+
+def test_stats_leaves_cancelled_executions_out_and_says_how_many(tmp_path: Path) -> None:
+    db = str(tmp_path / "runs.db")
+    finished = Execution(task_id="t1", task_type="math", agent="solo@1", success=True)
+    cut_off = [
+        Execution(task_id=f"t{i}", task_type="math", agent="solo@1", cancelled=True) for i in (2, 3)
+    ]
+    with Store.open(f"sqlite:///{db}") as store:
+        store.write_records(executions=[finished, *cut_off])
+    document = json.loads(runner.invoke(app, ["stats", "--json", "--db", db]).output)
+    assert [(row["tasks"], row["successes"]) for row in document["summary"]] == [(1, 1)]
+    assert document["cancelled_executions"] == 2
+    shown = " ".join(runner.invoke(app, ["stats", "--db", db]).output.split())
+    assert "Not counted above: 2 executions cut off by a stopped run (recorded as cancelled)." in (
+        shown
+    )

@@ -15,7 +15,13 @@ from agent_agency.config import AgencyConfig, parse_config
 from agent_agency.pool.schema import agent_task_aggregates
 from agent_agency.pool.store import Store
 from agent_agency.records import utcnow
-from agent_agency.runner import RunRequest, build_arbiter, build_router, execute_run
+from agent_agency.runner import (
+    RunRequest,
+    build_arbiter,
+    build_router,
+    execute_run,
+    shorten_reason,
+)
 from agent_agency.tracking.tracker import Tracker
 
 
@@ -90,10 +96,26 @@ def test_the_report_names_the_failures_another_agent_took_over_from(tmp_path: Pa
     report = asyncio.run(execute_run(RunRequest(config).prepare()))
     assert report.tasks == 3
     [(reason, attempts)] = report.fallbacks
-    assert reason.startswith("remote@1: ") and "127.0.0.1:1" in reason
+    # the agent is named once: by the backend's own message, not again by the arbiter and report
+    assert (
+        reason.startswith("openai_compat:remote@1: cannot connect to ") and "127.0.0.1:1" in reason
+    )
+    assert reason.count("remote@1") == 1
     assert attempts == 3
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["fallbacks"] == [{"reason": reason, "attempts": 3}]
+
+
+def test_a_long_failure_reason_is_cut_at_a_word_boundary_with_an_ellipsis() -> None:
+    words = "the sandbox killed the answer after it wrote too much output " * 5
+    shown = shorten_reason(f"{words}\nsecond line", limit=60)
+    assert shown == "the sandbox killed the answer after it wrote too much…"
+    assert len(shown) <= 60
+    # a cut that falls just before a space keeps the whole last word
+    assert shorten_reason("abc defgh ijk", limit=10) == "abc defgh…"
+    assert shorten_reason("x" * 80, limit=10) == "x" * 9 + "…"  # one word: cut inside it
+    assert shorten_reason("short\nmore", limit=10) == "short"
+    assert shorten_reason(None) == "unknown"
 
 
 def test_task_files_run_beside_the_named_builtin_suites_only(tmp_path: Path) -> None:

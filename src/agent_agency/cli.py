@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any, get_args
+from typing import TYPE_CHECKING, Annotated, Any, get_args
 
 import typer
 import yaml
@@ -25,6 +26,7 @@ from agent_agency.cli_options import (
     err_console,
     fail,
     load_settings,
+    one_of,
     open_store,
     run_stoppable,
     shown_url,
@@ -32,7 +34,12 @@ from agent_agency.cli_options import (
 )
 from agent_agency.config import AgencyConfig, ConfigError, parse_config
 from agent_agency.pool.cli import pool_app
-from agent_agency.records import utcnow
+from agent_agency.records import SplitChoice, utcnow
+
+if TYPE_CHECKING:
+    from agent_agency.pool.store import Store
+
+SPLITS: tuple[str, ...] = get_args(SplitChoice)
 
 app = typer.Typer(
     help="Agent Agency: route tasks to agents, grade them, record everything, learn from it.",
@@ -59,21 +66,34 @@ def config_show(config: ConfigOption = None) -> None:
 @app.command()
 def run(
     tasks: Annotated[
-        int | None, typer.Option("--tasks", "-n", min=1, help="number of tasks (default 60)")
+        int | None,
+        typer.Option("--tasks", "-n", min=1, metavar="N", help="number of tasks (default 60)"),
     ] = None,
     suite: Annotated[
-        list[Path] | None, typer.Option("--suite", help="a JSONL task file to use (repeatable)")
+        list[Path] | None,
+        typer.Option("--suite", metavar="FILE", help="a JSONL task file to use (repeatable)"),
     ] = None,
     builtin: Annotated[
-        list[str] | None, typer.Option("--builtin", help="built-in suite names (default: all)")
+        list[str] | None,
+        typer.Option(
+            "--builtin", metavar="NAME", help="a built-in suite (repeatable; default: all)"
+        ),
     ] = None,
-    split: Annotated[str | None, typer.Option(help="train, heldout or all")] = None,
-    concurrency: Annotated[int | None, typer.Option(min=1, help="tasks in flight at once")] = None,
-    seed: Annotated[int | None, typer.Option(help="task selection seed")] = None,
+    split: Annotated[
+        str | None,
+        typer.Option(metavar="|".join(SPLITS), help="the tasks of this split (default train)"),
+    ] = None,
+    concurrency: Annotated[
+        int | None, typer.Option(min=1, metavar="K", help="tasks in flight at once")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(metavar="S", help="task selection seed")] = None,
     agent: Annotated[
-        list[str] | None, typer.Option("--agent", help="use only these agents (repeatable)")
+        list[str] | None,
+        typer.Option("--agent", metavar="NAME", help="use only these agents (repeatable)"),
     ] = None,
-    json_out: Annotated[Path | None, typer.Option("--json", help="summary JSON path")] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", metavar="PATH", help="summary JSON path")
+    ] = None,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
@@ -82,13 +102,12 @@ def run(
     from agent_agency.runner import RunRequest, execute_run
 
     base = load_settings(config, db)
-    _check_split(split)
     _check_agents(base, agent or [])
     _check_builtin(builtin or [])
     data = base.model_dump()
     overrides: dict[str, Any] = {
         "tasks": tasks,
-        "split": split,
+        "split": split if split is None else one_of("--split", split, SPLITS),
         "concurrency": concurrency,
         "seed": seed,
         "suites": builtin,
@@ -111,7 +130,7 @@ def run(
 
     team = ", ".join(spec.key for spec in settings.team())
     console.print(
-        f"Running [bold]{len(prepared.tasks)}[/bold] tasks on agents {team} → "
+        f"Running [bold]{_tasks(len(prepared.tasks))}[/bold] on agents {team} → "
         f"{shown_url(settings.storage.url)}"
     )
     if prepared.simulated:
@@ -156,11 +175,11 @@ def run(
         terminated = isinstance(stop, Terminated)
         console.print(
             f"[yellow]interrupted[/] by {'SIGTERM' if terminated else 'Ctrl-C'} after "
-            f"{finished} of {len(prepared.tasks)} tasks ({succeeded} succeeded): they are "
-            f"recorded in {shown_url(settings.storage.url)}, and the tasks still running as "
-            "failed ('cancelled'); `agency stats` summarises them; no run summary was written. "
-            "Run the same command again to run the tasks anew: the router starts from what was "
-            "recorded",
+            f"{finished} of {_tasks(len(prepared.tasks))} ({succeeded} succeeded): they are "
+            f"recorded in {shown_url(settings.storage.url)}, and `{_reading(db, 'agency stats')}` "
+            "summarises them; the tasks still running are recorded as cancelled, which counts "
+            "for no agent. No run summary was written. Run the same command again to run the "
+            "tasks anew: the router starts from what was recorded",
             soft_wrap=True,
             highlight=False,
         )
@@ -168,7 +187,7 @@ def run(
         raise typer.Exit(128 + (signal.SIGTERM if terminated else signal.SIGINT)) from None
     _print_summary(report.summary, title="Run summary (agent × task type)")
     written = "not written" if report.summary_error else f"written to {report.summary_json}"
-    console.print(f"{report.tasks} tasks in {report.wall_s:.1f} s; summary {written}")
+    console.print(f"{_tasks(report.tasks)} in {report.wall_s:.1f} s; summary {written}")
     if report.failure_reasons:
         console.print("Most common failure reasons:")
         for reason, count in report.failure_reasons:
@@ -188,12 +207,13 @@ def run(
         raise fail(f"{summary_option}: cannot write {report.summary_json}: {report.summary_error}")
 
 
-def _check_split(split: str | None) -> None:
-    from agent_agency.tasks.suites import SplitChoice
+def _tasks(count: int) -> str:
+    return f"{count} task" if count == 1 else f"{count} tasks"
 
-    splits = get_args(SplitChoice)
-    if split is not None and split not in splits:
-        raise fail(f"--split: {split!r} is not one of {', '.join(splits)}")
+
+def _reading(db: str | None, command: str) -> str:
+    """`command` as typed to read the database the running command used: with its `--db`."""
+    return command if db is None else f"{command} --db {shlex.quote(db)}"
 
 
 def _check_agents(settings: AgencyConfig, names: list[str]) -> None:
@@ -232,7 +252,9 @@ def _check_summary_path(path: Path, option: str) -> None:
 def replay(
     path: Annotated[
         Path,
-        typer.Argument(help="an agency-unwritten-*.jsonl file", exists=True, dir_okay=False),
+        typer.Argument(
+            metavar="FILE", help="an agency-unwritten-*.jsonl file", exists=True, dir_okay=False
+        ),
     ],
     db: DbOption = None,
     config: ConfigOption = None,
@@ -286,9 +308,12 @@ def parse_since(value: str | None) -> datetime | None:
 @app.command()
 def stats(
     since: Annotated[
-        str | None, typer.Option(help="only records newer than 7d, 24h, 30m or an ISO date")
+        str | None,
+        typer.Option(metavar="WHEN", help="only records newer than 7d, 24h, 30m or an ISO date"),
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", metavar="", help="print JSON instead of a table")
+    ] = False,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
@@ -304,19 +329,31 @@ def stats(
     store = open_store(settings, create=False)
     try:
         rows = store.agent_task_summary(since=start)
+        cancelled = store.cancelled_executions(since=start)
         judges = judge_agreement(get_evaluations(store, since=start))
         recorded_earlier = not rows and start is not None and bool(store.agent_task_summary())
+        points_only = not rows and not recorded_earlier and _holds_data_points(store)
     finally:
         store.close()
     if json_out:
         document = {
             "summary": [row.model_dump(mode="json") for row in rows],
+            "cancelled_executions": cancelled,
             "judges": [
                 {**judge.model_dump(mode="json"), "agreement_rate": judge.agreement_rate}
                 for judge in judges
             ],
         }
         console.print_json(json.dumps(document))
+        return
+    if points_only:
+        pool_stats = _reading(db, "agency pool stats")
+        console.print(
+            f"No recorded executions in {shown_url(settings.storage.url)}: it holds only data "
+            f"points stored in the pool (`agency pool ingest`); `{pool_stats}` summarises them.",
+            soft_wrap=True,
+            highlight=False,
+        )
         return
     if not rows:
         console.print(
@@ -327,6 +364,12 @@ def stats(
         )
         return
     _print_summary(rows, title=f"Recorded performance{f' since {since}' if since else ''}")
+    if cancelled:
+        console.print(
+            f"Not counted above: {cancelled} execution{'' if cancelled == 1 else 's'} cut off "
+            "by a stopped run (recorded as cancelled).",
+            highlight=False,
+        )
     if judges:
         table = Table(title="Model judges against the verifiable graders")
         table.add_column("judge", overflow="fold")
@@ -342,6 +385,19 @@ def stats(
                 "—" if rate is None else f"{rate:.0%}",
             )
         console.print(table)
+
+
+def _holds_data_points(store: Store) -> bool:
+    """Whether the pool holds data points: in full, or as the cold tier's daily aggregates."""
+    from sqlalchemy import select
+
+    from agent_agency.pool.schema import agent_stats_daily, data_points
+
+    with store.engine.connect() as connection:
+        return any(
+            connection.execute(select(table.c.agent).limit(1)).first() is not None
+            for table in (data_points, agent_stats_daily)
+        )
 
 
 def _print_summary(rows: Any, *, title: str) -> None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-from agent_agency.config import AgencyConfig, ConfigError, load_config, parse_config
+from agent_agency.config import AgencyConfig, ConfigError, check_database_url, load_config
 
 if TYPE_CHECKING:
     from agent_agency.pool.store import Store
@@ -26,12 +27,19 @@ err_console = Console(stderr=True, soft_wrap=True)
 ConfigOption = Annotated[
     Path | None,
     typer.Option(
-        "--config", "-c", help="agency.yaml to read (default: ./agency.yaml or $AGENCY_CONFIG)"
+        "--config",
+        "-c",
+        metavar="FILE",
+        help="agency.yaml to read (default: ./agency.yaml or $AGENCY_CONFIG)",
     ),
 ]
 DbOption = Annotated[
     str | None,
-    typer.Option("--db", help="database URL or SQLite file path (default: storage.url in config)"),
+    typer.Option(
+        "--db",
+        metavar="URL",
+        help="database URL or SQLite file path (default: storage.url in config)",
+    ),
 ]
 
 
@@ -62,6 +70,7 @@ def sigterm_raises() -> Iterator[None]:
 
 
 _Result = TypeVar("_Result")
+_Choice = TypeVar("_Choice", bound=str)
 
 
 def run_stoppable(main: Coroutine[Any, Any, _Result]) -> _Result:
@@ -111,13 +120,32 @@ def fail(message: object) -> typer.Exit:
     return typer.Exit(2)
 
 
+def one_of(option: str, value: str, choices: Sequence[_Choice]) -> _Choice:
+    """The choice equal to `value`; else an error naming `option` and the choices exits 2.
+    (Typer's own check of an enum option prefixes its message with pydantic's 'Value error, '.)"""
+    if value not in choices:
+        raise fail(f"{option}: {value!r} is not one of {', '.join(choices)}")
+    return choices[choices.index(value)]
+
+
 def database_url(db: str) -> str:
     """A SQLAlchemy URL; a plain file path is shorthand for a SQLite database."""
     return db if "://" in db else f"sqlite:///{db}"
 
 
+# How errors name the database URL of the command running: the option it came from, or the
+# configuration's field. `load_settings` sets it.
+_url_label: ContextVar[str] = ContextVar("url_label", default="storage.url")
+
+
+def url_label() -> str:
+    """`--db` when the running command's database came from that option, else `storage.url`."""
+    return _url_label.get()
+
+
 def load_settings(config: Path | None, db: str | None = None) -> AgencyConfig:
     """The effective settings, with --db applied; a bad file exits 2 naming file and field."""
+    _url_label.set("storage.url" if db is None else "--db")
     try:
         settings = load_config(config)
     except ConfigError as error:
@@ -127,15 +155,10 @@ def load_settings(config: Path | None, db: str | None = None) -> AgencyConfig:
     if not db.strip():  # "sqlite:///" would be an in-memory database: everything stored is lost
         raise fail("--db: empty; give a database URL or a SQLite file path")
     try:
-        return parse_config(
-            {
-                **settings.model_dump(),
-                "storage": {**settings.storage.model_dump(), "url": database_url(db)},
-            },
-            source="--db",
-        )
-    except ConfigError as error:
-        raise fail(error) from None
+        url = check_database_url(database_url(db))
+    except ValueError as error:
+        raise fail(f"--db: {error}") from None
+    return settings.model_copy(update={"storage": settings.storage.model_copy(update={"url": url})})
 
 
 def missing_sqlite_file(url: str) -> Path | None:
@@ -166,15 +189,17 @@ def open_store(settings: AgencyConfig, *, create: bool = True) -> Store:
     try:
         shown = shown_url(url)
     except ArgumentError:
-        raise fail(f"storage.url: {url!r} is not a database URL") from None
+        raise fail(f"{url_label()}: {url!r} is not a database URL") from None
     missing = missing_sqlite_file(url)
     if missing is not None and not create:
-        raise fail(f"storage.url: no database at {missing} (from {shown}); {CREATE_DATABASE_HINT}")
+        raise fail(
+            f"{url_label()}: no database at {missing} (from {shown}); {CREATE_DATABASE_HINT}"
+        )
     try:
         return Store.open(url, settings.pool, create=create)
     except NoPool:
         raise fail(
-            f"storage.url: {shown} holds no agency data yet; {CREATE_DATABASE_HINT}"
+            f"{url_label()}: {shown} holds no agency data yet; {CREATE_DATABASE_HINT}"
         ) from None
     except (SQLAlchemyError, CommandError, ImportError) as error:
         raise cannot_open(url, error) from None
@@ -196,6 +221,6 @@ def cannot_open(url: str, error: Exception) -> typer.Exit:
     if isinstance(error, ImportError):
         reason = f"its database driver is not installed ({reason})"
     return fail(
-        f"storage.url: cannot open {shown_url(url)}: "
+        f"{url_label()}: cannot open {shown_url(url)}: "
         f"{(reason or type(error).__name__).splitlines()[0]}"
     )

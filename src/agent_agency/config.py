@@ -24,7 +24,14 @@ from pydantic import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from agent_agency.records import AgentSpec, Message, RoutingStrategy, invalid
+from agent_agency.records import (
+    AgentSpec,
+    Message,
+    RoutingStrategy,
+    SplitChoice,
+    error_reason,
+    invalid,
+)
 
 DEFAULT_CONFIG_FILE = "agency.yaml"
 CONFIG_ENV_VAR = "AGENCY_CONFIG"
@@ -224,7 +231,8 @@ class GateSpec(Section):
             GATES[gate].params_model.model_validate(params)
         except ValidationError as error:
             problems = "; ".join(
-                f"{'.'.join(str(part) for part in item['loc']) or '(top level)'}: {item['msg']}"
+                f"{'.'.join(str(part) for part in item['loc']) or '(top level)'}: "
+                f"{error_reason(item)}"
                 for item in error.errors()
             )
             raise invalid(f"{problems} (gate {gate!r})") from None
@@ -299,20 +307,20 @@ class EvaluationSettings(Section):
         return self
 
 
-class StorageSettings(Section):
-    url: str = "sqlite:///agency.db"
+def check_database_url(url: str) -> str:
+    """`url` when SQLAlchemy can parse it; `ValueError` saying what is expected otherwise."""
+    try:
+        make_url(url)
+    except (ArgumentError, ValueError):  # ValueError: a port that is no number
+        raise ValueError(
+            f"{url!r} is not a database URL "
+            "(expected e.g. sqlite:///agency.db or postgresql+psycopg://user@host/db)"
+        ) from None
+    return url
 
-    @field_validator("url")
-    @classmethod
-    def _url_parses(cls, url: str) -> str:
-        try:
-            make_url(url)
-        except ArgumentError:
-            raise ValueError(
-                f"{url!r} is not a database URL "
-                "(expected e.g. sqlite:///agency.db or postgresql+psycopg://user@host/db)"
-            ) from None
-        return url
+
+class StorageSettings(Section):
+    url: Annotated[str, AfterValidator(check_database_url)] = "sqlite:///agency.db"
 
     batch_size: int = Field(default=256, gt=0)
     flush_interval_s: float = Field(default=0.5, gt=0)
@@ -333,7 +341,7 @@ class RunSettings(Section):
     concurrency: int = Field(
         default=2, gt=0, description="tasks in flight; the embedded model serves one at a time"
     )
-    split: str = Field(default="train", pattern="^(train|heldout|all)$")
+    split: SplitChoice = "train"
     suites: list[Annotated[str, AfterValidator(_builtin_suite)]] = Field(
         default_factory=list,
         description="built-in suite names; empty means all (none beside task files of --suite)",
@@ -516,9 +524,7 @@ def _format_validation_error(source: str, error: ValidationError) -> str:
         parts = [str(part) for part in item["loc"]]
         if context.get("field"):  # named by a validator of the whole model at `loc`
             parts.append(context["field"])
-        # a ValueError's own message, without pydantic's 'Value error, ' before it
-        reason = context["error"] if item["type"] == "value_error" else item["msg"]
-        lines.append(f"  {'.'.join(parts) or '(top level)'}: {reason}")
+        lines.append(f"  {'.'.join(parts) or '(top level)'}: {error_reason(item)}")
     return "\n".join(lines)
 
 
@@ -544,6 +550,17 @@ def parse_config(data: Any, source: str = "<config>") -> AgencyConfig:
         raise ConfigError(_format_validation_error(source, error)) from None
 
 
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    """Where and why a file is not valid YAML, without PyYAML's quote of the parsed text's name
+    ('in "<unicode string>"'): 'line 2 is not valid YAML: mapping values are not allowed here
+    (column 9)'."""
+    if not isinstance(error, yaml.MarkedYAMLError) or error.problem_mark is None:
+        return f"not valid YAML: {error}"
+    mark = error.problem_mark
+    reason = "; ".join(part for part in (error.context, error.problem) if part)
+    return f"line {mark.line + 1} is not valid YAML: {reason} (column {mark.column + 1})"
+
+
 def load_config(path: str | Path | None = None) -> AgencyConfig:
     """Read the effective configuration; defaults when there is no file."""
     resolved = config_path(path)
@@ -562,7 +579,5 @@ def load_config(path: str | Path | None = None) -> AgencyConfig:
             f"{resolved}: not UTF-8 text ({error.reason} at byte {error.start + 1})"
         ) from None
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{resolved}:{where} is not valid YAML: {error}") from None
+        raise ConfigError(f"{resolved}: {_yaml_problem(error)}") from None
     return parse_config(data, source=str(resolved))

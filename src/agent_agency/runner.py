@@ -26,7 +26,6 @@ from agent_agency.config import AgencyConfig
 from agent_agency.pool.store import AgentTaskSummary, Store
 from agent_agency.records import AgentSpec, Task, utcnow
 from agent_agency.tasks import load_builtin, load_suite_files, select_tasks
-from agent_agency.tasks.suites import SplitChoice
 from agent_agency.tracking.tracker import Tracker
 
 
@@ -95,11 +94,11 @@ class RunRequest:
     def prepare(self) -> PreparedRun:
         """Load and select the tasks; raises ValueError/OSError naming what is wrong."""
         run = self.config.run
-        split: SplitChoice = run.split  # type: ignore[assignment]
-        # Named built-in suites run beside task files; with none named, files alone run.
-        builtin = load_builtin(run.suites, split) if run.suites or not self.suite_files else []
+        # Named built-in suites run beside task files; with none named, files alone run. Ids
+        # are checked across every split, so no id names a task of one split and one of another.
+        builtin = load_builtin(run.suites, "all") if run.suites or not self.suite_files else []
         own = load_suite_files(self.suite_files, alongside=builtin)
-        pool = builtin + [task for task in own if split in ("all", task.split)]
+        pool = [task for task in builtin + own if run.split in ("all", task.split)]
         if not pool:
             raise ValueError("no tasks match the requested suites and split")
         tasks = select_tasks(pool, run.tasks, run.seed)
@@ -244,6 +243,23 @@ async def execute_run(
     return report
 
 
+REASON_CHARS = 160  # a failure reason as the run's report shows it, at most
+
+
+def shorten_reason(reason: str | None, limit: int = REASON_CHARS) -> str:
+    """A failure reason's first line, cut at a word boundary to at most `limit` characters,
+    ending with '…' where it was cut (mid-word only when its first word alone is too long)."""
+    line = (reason or "unknown").splitlines()[0]
+    if len(line) <= limit:
+        return line
+    cut = line[: limit - 1]
+    if not line[limit - 1].isspace():  # the cut falls inside a word: leave that word out
+        space = cut.rfind(" ")
+        if space > 0:
+            cut = cut[:space]
+    return f"{cut.rstrip()}…"
+
+
 def _failure_reasons(outcomes: Sequence[TaskOutcome], shown: int = 3) -> list[tuple[str, int]]:
     """The most common reasons tasks failed, each cut to its first line."""
     reasons: Counter[str] = Counter()
@@ -251,19 +267,19 @@ def _failure_reasons(outcomes: Sequence[TaskOutcome], shown: int = 3) -> list[tu
         if outcome.success:
             continue
         reason = outcome.execution.failure_reason if outcome.executions else outcome.error
-        reasons[(reason or "unknown").splitlines()[0][:160]] += 1
+        reasons[shorten_reason(reason)] += 1
     return reasons.most_common(shown)
 
 
 def _fallbacks(outcomes: Sequence[TaskOutcome], shown: int = 3) -> list[tuple[str, int]]:
-    """The most common failures after which another agent took the task ('agent: reason'):
-    an agent that cannot be reached at all only shows up here when fallback rescues its tasks."""
+    """The most common failures after which another agent took the task: an agent that cannot
+    be reached at all only shows up here when fallback rescues its tasks. Each reason names the
+    agent (the arbiter's `AgentUnavailable` messages do)."""
     reasons: Counter[str] = Counter()
     for outcome in outcomes:
         for attempt in outcome.executions[:-1]:
             if not attempt.success:
-                reason = (attempt.failure_reason or "unknown").splitlines()[0][:160]
-                reasons[f"{attempt.agent}: {reason}"] += 1
+                reasons[shorten_reason(attempt.failure_reason)] += 1
     return reasons.most_common(shown)
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
+import pytest
 from sqlalchemy import text
 
 from agent_agency.pool.engine import WAL_AUTOCHECKPOINT_PAGES, make_engine
+from agent_agency.pool.store import NoPool, Store
 
 
 def test_sqlite_file_connections_get_wal_and_their_pragmas(tmp_path: Path) -> None:
@@ -47,3 +49,10 @@ def test_an_existing_sqlite_database_keeps_its_mode(tmp_path: Path) -> None:
     path.chmod(0o644)
     make_engine(f"sqlite:///{path}").dispose()
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def test_opening_a_missing_database_to_read_leaves_no_file(tmp_path: Path) -> None:
+    missing = tmp_path / "agency.db"
+    with pytest.raises(NoPool, match="holds no pool"):
+        Store.open(f"sqlite:///{missing}", create=False)
+    assert not missing.exists()

@@ -121,12 +121,20 @@ def test_cli_ingest_with_worker_processes(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "points.jsonl line 6: type: (point): not valid JSON" in result.output
     assert "5 accepted, 1 duplicates, 1 quarantined" in result.output
-    for bad in ("0", "-1", "two"):
+    for bad in ("-1", "two"):
         result = runner.invoke(pool_app, [*arguments[:-1], bad], env={"COLUMNS": "200"})
         assert result.exit_code == 2
-        assert f"--workers: expected a whole number of at least 1 or 'auto', got '{bad}'" in (
-            result.output
-        )
+        assert f"--workers: expected a whole number or 'auto', got '{bad}'" in result.output
+
+
+@pytest.mark.parametrize("workers", ["0", "1"])
+def test_cli_ingest_with_no_worker_process(tmp_path: Path, workers: str) -> None:
+    source = tmp_path / "points.jsonl"
+    source.write_text(make_point("p").model_dump_json() + "\n")
+    arguments = ["ingest", str(source), "--db", str(tmp_path / "p.db"), "--workers", workers]
+    result = runner.invoke(pool_app, arguments)
+    assert result.exit_code == 0, result.output
+    assert "1 accepted" in result.output and "worker processes" not in result.output
 
 
 def test_cli_ingest_picks_workers_by_file_size_and_cores(
@@ -265,11 +273,26 @@ def test_quarantine_show_finds_a_long_id_as_ingest_printed_it(tmp_path: Path) ->
     assert result.exit_code == 0, result.output
     [entry] = json.loads(result.output)
     assert entry["payload"]["id"] == long_id
+    result = runner.invoke(pool_app, ["quarantine", "--db", db, "--show", long_id[:10]])
+    assert result.exit_code == 0, result.output
+    assert [entry["payload"]["id"] for entry in json.loads(result.output)] == [long_id]
+    result = runner.invoke(pool_app, ["quarantine", "--db", db, "--show", "nothing-like-it"])
+    assert result.exit_code == 2 and "stored redacted" in result.output
     result = runner.invoke(pool_app, ["quarantine", "--db", db, "--show", " "])
     assert result.exit_code == 2 and "--show" in result.output
 
 
-@pytest.mark.parametrize("workers", ["²", "0", "-1", "two"])
+def test_an_empty_quarantine_says_so(tmp_path: Path) -> None:
+    db = str(tmp_path / "pool.db")
+    source = tmp_path / "points.jsonl"
+    source.write_text(make_point("p").model_dump_json() + "\n")
+    assert runner.invoke(pool_app, ["ingest", str(source), "--db", db]).exit_code == 0
+    result = runner.invoke(pool_app, ["quarantine", "--db", db])
+    assert result.exit_code == 0, result.output
+    assert "the quarantine is empty" in result.output and "Quarantine" not in result.output
+
+
+@pytest.mark.parametrize("workers", ["²", "-1", "two"])
 def test_cli_ingest_names_a_bad_worker_count(tmp_path: Path, workers: str) -> None:
     source = tmp_path / "points.jsonl"
     source.write_text(make_point("p").model_dump_json() + "\n")
@@ -277,4 +300,4 @@ def test_cli_ingest_names_a_bad_worker_count(tmp_path: Path, workers: str) -> No
         pool_app, ["ingest", str(source), "--db", str(tmp_path / "p.db"), "--workers", workers]
     )
     assert result.exit_code == 2
-    assert "expected a whole number of at least 1 or 'auto'" in result.output
+    assert "expected a whole number or 'auto'" in result.output

@@ -205,7 +205,7 @@ def test_read_only_commands_leave_an_empty_database_as_it_is(tmp_path: Path, com
     empty.touch()
     result = runner.invoke(pool_app, [command, "--db", str(empty)])
     assert result.exit_code == 2
-    assert f"storage.url: sqlite:///{empty} holds no agency data yet" in result.output
+    assert f"--db: sqlite:///{empty} holds no agency data yet" in result.output
     assert "run `agency run` or `agency pool ingest` first" in result.output
     assert empty.stat().st_size == 0
 

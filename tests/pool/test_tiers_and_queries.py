@@ -135,6 +135,7 @@ def test_validate_quality_and_collection_metrics(store: Store) -> None:
     bad = make_point("bad", success=True, quality=0.0)
     report = validate_quality([*good, bad])
     assert (report.total, report.clean, report.clean_percentage) == (20, 19, 95.0)
+    assert collection_metrics(store).valid_data_percentage is None, "no data: no percentage"
     store.ingest([*good, bad, {"id": "broken"}])
     metrics = collection_metrics(store)
     assert metrics.data_points == 19

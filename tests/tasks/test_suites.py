@@ -112,8 +112,28 @@ def test_an_id_may_occur_once_across_task_files_and_the_builtins_beside_them(
         load_suite_files([first, first])
     builtin = load_builtin(["arithmetic"], split="all")
     clash = write_lines(tmp_path, json.dumps(dict(GOOD, id=builtin[0].id)))
-    with pytest.raises(TaskFileError, match=r"a task of the built-in suite 'arithmetic' run with"):
+    with pytest.raises(
+        TaskFileError,
+        match=rf"already a {builtin[0].split.value} task of the built-in suite 'arithmetic' run",
+    ):
         load_suite_files([clash], alongside=builtin)
+
+
+def test_the_readme_s_duplicate_id_examples_are_the_errors_given(tmp_path: Path) -> None:
+    readme = (Path(__file__).parents[2] / "src/agent_agency/tasks/README.md").read_text()
+    text = " ".join(readme.split())
+    documented = re.findall(r"`(b\.jsonl:\d: id: duplicate task id [^`]*)`", text)
+    (tmp_path / "a.jsonl").write_text(json.dumps(GOOD) + "\n")
+    (tmp_path / "b.jsonl").write_text(
+        json.dumps(GOOD) + "\n" + json.dumps(dict(GOOD, id="arithmetic-001")) + "\n"
+    )
+    builtin = load_builtin(["arithmetic"], split="all")
+    given = []
+    for files in (["a.jsonl", "b.jsonl"], ["b.jsonl"]):
+        with pytest.raises(TaskFileError) as caught:
+            load_suite_files([tmp_path / name for name in files], alongside=builtin)
+        given.append(str(caught.value).replace(f"{tmp_path}/", ""))
+    assert documented == given
 
 
 @pytest.mark.parametrize("text", ["", "\n  \n"])

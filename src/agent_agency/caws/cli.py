@@ -19,6 +19,7 @@ from agent_agency.cli_options import (
     fail,
     load_settings,
     missing_sqlite_file,
+    url_label,
 )
 from agent_agency.pool.engine import database_has_table, make_engine
 
@@ -36,6 +37,7 @@ def verify(
         str | None,
         typer.Option(
             "--expect-head",
+            metavar="HASH",
             help="a head hash kept from earlier (agency-run.json's audit_head): fail unless the "
             "chain still holds that entry, so a chain rewritten or cut short since is caught too",
         ),
@@ -49,13 +51,13 @@ def verify(
     url = load_settings(config, db).storage.url
     missing = missing_sqlite_file(url)
     if missing is not None:
-        raise fail(f"storage.url: no database at {missing}; {CREATE_DATABASE_HINT}")
+        raise fail(f"{url_label()}: no database at {missing}; {CREATE_DATABASE_HINT}")
     try:
         has_log = database_has_table(url, "audit_log")
     except (SQLAlchemyError, ImportError) as error:
         raise cannot_open(url, error) from None
     if not has_log:
-        raise fail(f"storage.url: {url} holds no audit log yet; {CREATE_DATABASE_HINT}")
+        raise fail(f"{url_label()}: {url} holds no audit log yet; {CREATE_DATABASE_HINT}")
     try:
         engine = make_engine(url)
     except (SQLAlchemyError, ImportError) as error:

@@ -25,6 +25,7 @@ from agent_agency.cli_options import (
     Terminated,
     fail,
     load_settings,
+    one_of,
     open_store,
     sigterm_raises,
 )
@@ -70,18 +71,23 @@ def stats(
         typer.Option(
             "--days",
             min=1,
+            metavar="N",
             max=36_500,  # a century: a longer window is all of it (and overflows a datetime)
             help="only the last N days: accepted points by their own timestamp (cold-tier "
             "aggregates by their day), quarantined inputs by when they were received",
         ),
     ] = None,
     by: Annotated[
-        str, typer.Option(help=f"group by {', '.join(AGGREGATES)} (complexity: hot and warm only)")
+        str,
+        typer.Option(
+            metavar="|".join(AGGREGATES), help="group by this field (complexity: hot and warm only)"
+        ),
     ] = "task_type",
     json_out: Annotated[
         bool,
         typer.Option(
             "--json",
+            metavar="",
             help="print one JSON object (collection metrics, statistics per group, simulated "
             "agents) instead of tables",
         ),
@@ -94,12 +100,11 @@ def stats(
     The cold tier does not keep complexity: the complexity distribution and
     `--by complexity` cover the hot and warm tiers only.
     """
-    if by not in AGGREGATES:
-        raise typer.BadParameter(f"--by: {by!r} is not one of {', '.join(AGGREGATES)}")
+    aggregate = one_of("--by", by, AGGREGATES)
     window = timedelta(days=days) if days else None
     with _open(config, db) as store:
         metrics = collection_metrics(store, window)
-        groups = get_system_statistics(store, by, window)
+        groups = get_system_statistics(store, aggregate, window)
         simulated = simulated_agents(store.engine)
     if json_out:
         document = {
@@ -124,7 +129,7 @@ def stats(
     summary.add_column("metric")
     summary.add_column("value", justify="right")
     seen = metrics.data_points + metrics.quarantined
-    if seen == 0:
+    if metrics.valid_data_percentage is None:
         clean = "no data in the window" if days else "no data yet"
     else:
         target = "ok" if metrics.valid_data_percentage >= 95 else "below the 95% target"
@@ -144,7 +149,8 @@ def stats(
         summary.add_row(name, str(value))
     console.print(summary)
     table = Table(title=f"Statistics by {by}")
-    for column in ("group", "n", "success", "quality", "reward", "latency ms", "tokens"):
+    columns = ("group", "n", "success", "quality", "reward", "mean latency ms", "mean tokens")
+    for column in columns:
         group_column = column == "group"
         table.add_column(column, justify="left" if group_column else "right", no_wrap=group_column)
     for group in groups:
@@ -167,15 +173,14 @@ _ENTRY_SHOWN = 12  # characters of a quarantine entry's id listed (and enough fo
 def quarantine(
     db: DbOption = None,
     config: ConfigOption = None,
-    limit: Annotated[int, typer.Option(min=1, help="newest N entries")] = 50,
+    limit: Annotated[int, typer.Option(min=1, metavar="N", help="newest N entries")] = 50,
     show: Annotated[
         str | None,
         typer.Option(
             "--show",
             metavar="ID",
-            help="print, as JSON, every entry of the point with id ID (or of the entry whose id "
-            "starts with ID, listed for inputs without an id): its reasons and the input as "
-            "stored, scrubbed of PII",
+            help="print as JSON the entries whose point id starts with ID (or whose entry id "
+            "does, as listed for inputs without an id): reasons and input, scrubbed of PII",
         ),
     ] = None,
 ) -> None:
@@ -191,6 +196,7 @@ def quarantine(
                 select(table_def)
                 .where(
                     (table_def.c.point_id == stored_id)
+                    | table_def.c.point_id.startswith(show, autoescape=True)
                     | table_def.c.id.startswith(show, autoescape=True)
                 )
                 .order_by(table_def.c.received_at.desc())
@@ -208,7 +214,10 @@ def quarantine(
             ).all()
     if show is not None:
         if not entries:
-            raise fail(f"--show: no quarantine entry for point or entry id {show!r}")
+            raise fail(
+                f"--show: no quarantine entry for point or entry id {show!r} (an id that was "
+                "itself PII is stored redacted, as listed: e.g. '[EMAIL]')"
+            )
         document = [
             {
                 "entry": entry.id,
@@ -220,6 +229,9 @@ def quarantine(
             for entry in entries
         ]
         typer.echo(json.dumps(document, indent=2, ensure_ascii=False))
+        return
+    if not rows:
+        console.print("the quarantine is empty: no input has been rejected", highlight=False)
         return
     table = Table(title=f"Quarantine (newest {len(rows)})")
     table.add_column("point")
@@ -236,7 +248,7 @@ def compact(
     db: DbOption = None,
     config: ConfigOption = None,
     json_out: Annotated[
-        bool, typer.Option("--json", help="print the counts as one JSON object")
+        bool, typer.Option("--json", metavar="", help="print the counts as one JSON object")
     ] = False,
 ) -> None:
     """Move data between tiers (hot → warm → cold aggregates → deleted); safe to re-run.
@@ -295,14 +307,13 @@ def data_point_schema() -> None:
 
 
 def _workers(value: str, lines: int) -> int:
-    """`--workers`: a positive whole number, or 'auto' (`auto_workers` for the file's size)."""
+    """`--workers`: a whole number (0 and 1 both mean this process alone), or 'auto'
+    (`auto_workers` for the file's size)."""
     if value == "auto":
         return auto_workers(lines, usable_cores())
-    if not (value.isascii() and value.isdigit()) or int(value) < 1:
-        raise typer.BadParameter(
-            f"--workers: expected a whole number of at least 1 or 'auto', got {value!r}"
-        )
-    return int(value)
+    if not (value.isascii() and value.isdigit()):
+        raise typer.BadParameter(f"--workers: expected a whole number or 'auto', got {value!r}")
+    return max(1, int(value))
 
 
 @pool_app.command()
@@ -310,19 +321,24 @@ def ingest(
     path: Annotated[
         Path,
         typer.Argument(
+            metavar="FILE",
             help="JSON Lines file, one data point per line (see `agency pool schema`); "
-            "'-' reads standard input"
+            "'-' reads standard input",
         ),
     ],
     db: DbOption = None,
     config: ConfigOption = None,
-    batch: Annotated[int, typer.Option(min=1, help="data points per transaction")] = 1000,
+    batch: Annotated[
+        int, typer.Option(min=1, metavar="N", help="data points per transaction")
+    ] = 1000,
     workers: Annotated[
         str,
         typer.Option(
-            help="processes preparing batches while this one stores them, or 'auto': one per "
-            f"core besides this one's (at least 2, at most {AUTO_MAX_WORKERS}) for files of "
-            f"{AUTO_MIN_POINTS:,} lines or more, else none (each takes seconds to start)",
+            metavar="N|auto",
+            help="processes preparing batches while this one stores them (0 or 1: this one "
+            "prepares them too), or 'auto': one per core besides this one's (at least 2, at most "
+            f"{AUTO_MAX_WORKERS}) for files of {AUTO_MIN_POINTS:,} lines or more, else none "
+            "(each takes seconds to start)",
         ),
     ] = "auto",
 ) -> None:

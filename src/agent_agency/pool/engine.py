@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, inspect
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 
 WAL_AUTOCHECKPOINT_PAGES = 10_000
 
@@ -30,12 +30,9 @@ def make_engine(url: str) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
         return create_engine(parsed, pool_pre_ping=True, json_serializer=serialize_json)
-    if (
-        parsed.database
-        and parsed.database != ":memory:"
-        and not parsed.database.startswith("file:")
-    ):
-        _create_private(Path(parsed.database))
+    database_file = _sqlite_file(parsed)
+    if database_file is not None:
+        _create_private(database_file)
     engine = create_engine(parsed, connect_args={"timeout": 30}, json_serializer=serialize_json)
 
     @event.listens_for(engine, "connect")
@@ -53,6 +50,15 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
+def _sqlite_file(url: URL) -> Path | None:
+    """The file of a SQLite database named by its path; None for another backend, an in-memory
+    database or a `file:` URI."""
+    database = url.database
+    if url.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return None
+    return None if database.startswith("file:") else Path(database)
+
+
 def _create_private(path: Path) -> None:
     """Create a new SQLite file readable by its owner only (SQLite gives its -wal and -shm files
     the same mode): the records hold prompts and answers before anonymization, and code under
@@ -64,7 +70,11 @@ def _create_private(path: Path) -> None:
 
 def database_has_table(url: str, table: str) -> bool:
     """Whether the database at `url` has `table`, asked over a plain connection: the pragmas
-    `make_engine` sets on SQLite would write to the file (a reader must leave it as it is)."""
+    `make_engine` sets on SQLite would write to the file (a reader must leave it as it is), and a
+    SQLite file that does not exist is not asked at all (connecting would create it)."""
+    database_file = _sqlite_file(make_url(url))
+    if database_file is not None and not database_file.exists():
+        return False
     probe = create_engine(url)
     try:
         return inspect(probe).has_table(table)

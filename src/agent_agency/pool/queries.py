@@ -90,7 +90,9 @@ class CollectionMetrics(BaseModel):
     data_points_per_agent: dict[str, int]
     data_points_per_task_type: dict[str, int]
     quarantined: int
-    valid_data_percentage: float = Field(description="accepted / (accepted + quarantined); ≥ 95")
+    valid_data_percentage: float | None = Field(
+        description="accepted / (accepted + quarantined), target ≥ 95; None when there is neither"
+    )
     privacy_violations: int
     schema_validation_failures: int
     agents_covered: int
@@ -348,7 +350,7 @@ def collection_metrics(store: Store, time_range: timedelta | None = None) -> Col
         data_points_per_agent=per_agent,
         data_points_per_task_type=per_type,
         quarantined=len(rejected),
-        valid_data_percentage=100.0 * accepted / seen if seen else 100.0,
+        valid_data_percentage=100.0 * accepted / seen if seen else None,
         privacy_violations=sum(any(r.startswith("privacy:") for r in rs) for rs in rejected),
         schema_validation_failures=sum(
             any(r.startswith(("completeness:", "type:")) for r in rs) for rs in rejected

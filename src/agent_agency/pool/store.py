@@ -311,9 +311,15 @@ def _stored_executions(connection: Connection, ids: set[str]) -> dict[str, _Exec
             ex.c.tokens,
             ex.c.cancelled,
         ).where(ex.c.id.in_(ordered[start : start + 500]))
-        for execution_id, agent, task_type, success, latency, tokens, cancelled in (
-            connection.execute(query)
-        ):
+        for (
+            execution_id,
+            agent,
+            task_type,
+            success,
+            latency,
+            tokens,
+            cancelled,
+        ) in connection.execute(query):
             facts[execution_id] = _ExecutionFacts(
                 agent, task_type, bool(success), float(latency), int(tokens), bool(cancelled)
             )

@@ -8,33 +8,28 @@ import random
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from agent_agency.jsonl import read_lines
-from agent_agency.records import Task
+from agent_agency.records import SplitChoice, Task, error_reason
 from agent_agency.tasks.graders import GraderError, validate_grader_spec
 from agent_agency.tasks.humaneval import SUITE as HUMANEVAL_SUITE
 from agent_agency.tasks.humaneval import load_humaneval
 
 SUITES_DIR = Path(__file__).parent / "suites"
-SplitChoice = Literal["train", "heldout", "all"]
 
 
 class TaskFileError(ValueError):
     """A task file is unreadable or invalid; the message names file, line, field and reason."""
 
 
-def _describe(error: dict[str, object]) -> str:
-    location = error.get("loc", ())
-    path = ".".join(str(part) for part in location) if isinstance(location, tuple) else ""
-    if error.get("type") == "extra_forbidden":
+def _describe(error: ErrorDetails) -> str:
+    path = ".".join(str(part) for part in error["loc"])
+    if error["type"] == "extra_forbidden":
         return f"{path}: unknown field"
-    context = error.get("ctx")
-    if error.get("type") == "value_error" and isinstance(context, dict):
-        return f"{path or '(line)'}: {context['error']}"  # without pydantic's 'Value error, '
-    return f"{path or '(line)'}: {error.get('msg')}"
+    return f"{path or '(line)'}: {error_reason(error)}"
 
 
 def parse_task_line(text: str, *, source: str, line: int) -> Task:
@@ -51,7 +46,7 @@ def parse_task_line(text: str, *, source: str, line: int) -> Task:
     try:
         task = Task.model_validate(data)
     except ValidationError as error:
-        details = "; ".join(_describe(dict(item)) for item in error.errors())
+        details = "; ".join(_describe(item) for item in error.errors())
         raise TaskFileError(f"{where}: {details}") from None
     try:
         validate_grader_spec(task.grader)
@@ -92,9 +87,10 @@ def load_suite_file(path: str | Path) -> list[Task]:
 
 def load_suite_files(paths: Sequence[str | Path], *, alongside: Sequence[Task] = ()) -> list[Task]:
     """Every task of the JSONL task files, in order. A file without tasks is a `TaskFileError`.
-    An id may occur once across the files and the tasks `alongside` (built-in tasks run with
-    them); a `TaskFileError` names both places."""
-    builtin_suite_of = {task.id: task.suite for task in alongside}
+    An id may occur once across the files, whatever their split, and the tasks `alongside`
+    (the built-in suites run with them, every split of them); a `TaskFileError` names both
+    places."""
+    builtin_by_id = {task.id: task for task in alongside}
     first: dict[str, tuple[int, Path, int]] = {}  # id → (which file, its path, line)
     tasks: list[Task] = []
     for index, path in enumerate(map(Path, paths)):
@@ -104,10 +100,11 @@ def load_suite_files(paths: Sequence[str | Path], *, alongside: Sequence[Task] =
         for number, text in lines:
             task = parse_task_line(text, source=str(path), line=number)
             duplicate = f"{path}:{number}: id: duplicate task id {task.id!r}"
-            if task.id in builtin_suite_of:
+            if task.id in builtin_by_id:
+                builtin = builtin_by_id[task.id]
                 raise TaskFileError(
-                    f"{duplicate} (a task of the built-in suite {builtin_suite_of[task.id]!r} "
-                    "run with it)"
+                    f"{duplicate} (already a {builtin.split.value} task of the built-in suite "
+                    f"{builtin.suite!r} run with it)"
                 )
             if task.id in first:
                 other, other_path, line = first[task.id]
