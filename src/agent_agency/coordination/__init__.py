@@ -1,0 +1,1 @@
+"""MassGen-style team coordination (parallel answers, votes, restarts): not built yet."""

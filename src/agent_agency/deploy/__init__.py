@@ -1,0 +1,1 @@
+"""A/B deployment of trained agents, with promotion and rollback: not built yet."""

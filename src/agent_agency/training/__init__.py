@@ -1,0 +1,1 @@
+"""Training better agents from the pool (prompt optimization, SFT, GRPO): not built yet."""
