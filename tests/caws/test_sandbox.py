@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import ctypes
 import errno
 import os
@@ -56,8 +57,13 @@ def _gone(uid: int, within_s: float = 5.0) -> bool:
 
 
 def _leftover_cgroups(uid: int) -> list[Path]:
+    """The memory cgroups left of runs where `uid` was the code's or the supervisor's user."""
     found = sandbox._memory_cgroup_parent()
-    return [] if isinstance(found, str) else list(found[0].glob(f"agency-sandbox-{uid}-*"))
+    if isinstance(found, str):
+        return []
+    return [
+        group for group in found[0].glob("agency-sandbox-*") if str(uid) in group.name.split("-")
+    ]
 
 
 def test_runs_code_with_files_and_captures_output() -> None:
@@ -444,13 +450,23 @@ def oom_kills():
     with open(memory_file("memory.oom_control", "memory.events")) as handle:
         return next(int(line.split()[1]) for line in handle if line.startswith("oom_kill "))
 """
+_LIMIT = "memory limit exceeded"
 _ALLOCATIONS = [
-    # stopped by the address-space limit of the code's process
-    pytest.param(64, False, "block = b'x' * (50 * 64 << 20)\n", id="one big step"),
+    # Stopped by the address-space limit of the code's process. A single request far beyond it
+    # leaves no trace the sandbox can see, so it reads like a hand-raised MemoryError, with the
+    # limit beside it.
+    pytest.param(
+        64,
+        False,
+        "block = b'x' * (50 * 64 << 20)\n",
+        "the program raised MemoryError; the run's memory limit is 64 MB (exit code 1)",
+        id="one big step",
+    ),
     pytest.param(
         64,
         False,
         "chunks = []\nwhile True:\n    chunks.append(b'x' * (1 << 20))\n",
+        _LIMIT,
         id="many small steps",
     ),
     # stopped by the run's memory cgroup, the code's process being the biggest
@@ -466,6 +482,7 @@ _ALLOCATIONS = [
         "time.sleep(1)\n"
         "block = b'x' * (160 << 20)\n"
         "time.sleep(30)\n",
+        _LIMIT,
         id="one big step in each of several processes",
     ),
     # Memfd pages count against the cgroup but are no process's resident memory: the OOM killer
@@ -481,20 +498,21 @@ _ALLOCATIONS = [
         "        held.append(os.memfd_create('hog'))\n"
         "    os.write(held[-1], chunk)\n"
         "time.sleep(30)\n",
+        _LIMIT,
         id="many small steps outside any process's memory",
     ),
 ]
 
 
-@pytest.mark.parametrize(("memory_mb", "by_cgroup", "allocation"), _ALLOCATIONS)
+@pytest.mark.parametrize(("memory_mb", "by_cgroup", "allocation", "reason"), _ALLOCATIONS)
 def test_memory_beyond_the_limit_ends_the_run_and_leaves_nothing_behind(
-    memory_mb: int, by_cgroup: bool, allocation: str
+    memory_mb: int, by_cgroup: bool, allocation: str, reason: str
 ) -> None:
     result = run_python(_PRINT_UID + allocation, memory_mb=memory_mb, timeout_s=20)
     if by_cgroup:
         _require_isolation(result, "memory cgroup")
     assert not result.ok and not result.timed_out, result.reason
-    assert result.reason.startswith("memory limit exceeded"), result.reason
+    assert result.reason.startswith(reason), result.reason
     _require_isolation(result, "throw-away user")
     uid = int(result.stdout.split()[0])
     assert _gone(uid), "a process of the run is still running"
@@ -763,10 +781,17 @@ def test_stop_iteration_from_the_function_cannot_end_a_tests_loop_early() -> Non
 
 @pytest.mark.parametrize("when", ["on load", "in the call"])
 def test_the_code_cannot_interrupt_the_tests(when: str) -> None:
-    # the code's process and the supervisor share a uid: SIGINT must not reach the tests
-    interrupt = "os.kill(os.getppid(), signal.SIGINT)\n"
+    # SIGINT must not reach the tests (with root the code's user may not even signal them)
+    interrupt = "interrupt()\n"
     body = "    return 0\n" if when == "on load" else f"    {interrupt}    time.sleep(1)\n"
-    prelude = "import os, signal, time\n" + (interrupt if when == "on load" else "")
+    prelude = (
+        "import os, signal, time\n"
+        "def interrupt():\n"
+        "    try:\n"
+        "        os.kill(os.getppid(), signal.SIGINT)\n"
+        "    except PermissionError:\n"
+        "        pass\n"
+    ) + (interrupt if when == "on load" else "")
     tests = sandbox.FunctionTests(
         entry_point="f",
         test=(
@@ -926,3 +951,302 @@ def test_no_run_starts_after_the_deadline() -> None:
         result = run_python("print('ran')")
     assert not result.ok and result.stdout == ""
     assert result.reason == "timed out: no time was left before the evaluation's deadline"
+
+
+# --------------------------------------------------------------------------------------------
+# the code cannot reach its supervisor, nor gain privileges
+# --------------------------------------------------------------------------------------------
+
+_LOWER_SUPERVISOR_LIMITS = (
+    "import ctypes, errno, resource\n"
+    "class Limit(ctypes.Structure):\n"
+    "    _fields_ = [('soft', ctypes.c_ulong), ('hard', ctypes.c_ulong)]\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "refused = []\n"
+    "for which, value in ((resource.RLIMIT_NOFILE, 3), (resource.RLIMIT_AS, 1 << 20),\n"
+    "                     (resource.RLIMIT_CPU, 1)):\n"
+    "    tight = Limit(value, value)\n"
+    "    failed = libc.prlimit(1, which, ctypes.byref(tight), None) != 0\n"
+    "    refused.append(failed and ctypes.get_errno() == errno.EPERM)\n"
+)
+
+
+@pytest.mark.parametrize(("operator", "passes"), [("+", True), ("-", False)])
+def test_the_code_cannot_lower_its_supervisors_limits(operator: str, passes: bool) -> None:
+    # PID 1 of the namespace is the supervisor; a process of the same uid could lower its limits
+    code = (
+        _LOWER_SUPERVISOR_LIMITS
+        + f"def add(a, b):\n    return a {operator} b if all(refused) else 0\n"
+    )
+    result = run_python(code, tests=ADD_TESTS)
+    _require_isolation(result, "PID namespace")
+    assert result.ok is passes, result.reason
+    if not passes:
+        assert result.reason == "a test assertion failed"
+    users = [step for step in result.isolation_applied if step.startswith("throw-away user")]
+    assert users and "for the sandbox's supervisor" in users[0], result.isolation_notes
+
+
+def test_the_code_gains_no_privileges_and_finds_no_setuid_or_device_file_outside_dev() -> None:
+    program = (
+        "print(next(l for l in open('/proc/self/status') if l.startswith('NoNewPrivs')), end='')\n"
+        "top = {}\n"
+        "for line in open('/proc/self/mountinfo'):\n"
+        "    fields = line.split()\n"
+        "    top[fields[4]] = set(fields[5].split(','))\n"  # a later mount hides an earlier one
+        "print(sorted(point for point, flags in top.items() if 'nosuid' not in flags))\n"
+        "print(sorted(point for point, flags in top.items() if 'nodev' not in flags))\n"
+    )
+    result = run_python(program)
+    _require_isolation(result, "mount namespace")
+    assert result.ok, result.reason
+    no_new_privs, suid, dev = result.stdout.splitlines()
+    assert no_new_privs == "NoNewPrivs:\t1"
+    assert any(step.startswith("no new privileges") for step in result.isolation_applied)
+    assert suid == "[]"
+    dev_is_mounted = os.path.ismount("/dev")
+    for point in ast.literal_eval(dev):
+        assert point == "/dev" or point.startswith("/dev/") or (point == "/" and not dev_is_mounted)
+
+
+def test_a_setuid_root_program_runs_without_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    found = shutil.which("id")
+    if os.geteuid() != 0 or found is None:
+        pytest.skip("not root, or no id program: no setuid-root copy of it can be made")
+    directory = _world_open_dir()
+    try:
+        program = os.path.join(directory, "id")
+        shutil.copy(found, program)
+        os.chmod(program, 0o4755)
+        # Control: outside the sandbox, any user runs the copy as root.
+        control = subprocess.run(
+            [program, "-u"], user=65534, capture_output=True, text=True, check=True
+        )
+        if control.stdout.strip() != "0":
+            pytest.skip(f"setuid programs do not run as root in {directory} on this machine")
+        monkeypatch.setattr(sandbox, "_SOCKET_DIRS", ())  # the copy lies under /tmp
+        code = (
+            "import subprocess\n"
+            f"print(subprocess.run([{program!r}, '-u'], capture_output=True, text=True).stdout)\n"
+        )
+        result = run_python(code)
+        _require_isolation(result, "throw-away user")
+        assert result.ok, result.reason
+        assert result.stdout.strip() not in ("", "0"), result.stdout
+    finally:
+        shutil.rmtree(directory)
+
+
+# --------------------------------------------------------------------------------------------
+# a limit is named only where the sandbox saw it reached
+# --------------------------------------------------------------------------------------------
+
+_FORGED_MEMORY_ERROR = "class MemoryError(Exception):\n    pass\n"
+
+
+@pytest.mark.parametrize(
+    ("code", "tests", "reason"),
+    [
+        (
+            _FORGED_MEMORY_ERROR + "raise MemoryError('out of memory')\n",
+            None,
+            "the program raised MemoryError with message 'out of memory'; the run's memory "
+            "limit is 512 MB (exit code 1)",
+        ),
+        (
+            "raise MemoryError\n",
+            None,
+            "the program raised MemoryError; the run's memory limit is 512 MB (exit code 1)",
+        ),
+        (
+            "import errno, os\nraise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))\n",
+            None,
+            "the program raised OSError with message '[Errno 28] No space left on device' "
+            "(exit code 1)",
+        ),
+        (
+            "import os, signal\nos.kill(os.getpid(), signal.SIGXCPU)\n",
+            None,
+            "killed by signal SIGXCPU",
+        ),
+        (
+            "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n",
+            None,
+            "killed by signal SIGKILL",
+        ),
+        (
+            _FORGED_MEMORY_ERROR + "def add(a, b):\n    raise MemoryError('out of memory')\n",
+            ADD_TESTS,
+            "the function raised MemoryError with message 'out of memory'; the run's memory "
+            "limit is 512 MB",
+        ),
+        (
+            "import errno\ndef add(a, b):\n    raise OSError(errno.ENOSPC, 'full')\n",
+            ADD_TESTS,
+            "the function raised OSError with message '[Errno 28] full'",
+        ),
+        (
+            "import os, signal\ndef add(a, b):\n    os.kill(os.getpid(), signal.SIGXCPU)\n",
+            ADD_TESTS,
+            "the function's process ended during a call: killed by signal SIGXCPU",
+        ),
+    ],
+    ids=[
+        "own MemoryError class",
+        "MemoryError by hand",
+        "ENOSPC by hand",
+        "SIGXCPU to itself",
+        "SIGKILL to itself",
+        "function: own MemoryError class",
+        "function: ENOSPC by hand",
+        "function: SIGXCPU to itself",
+    ],
+)
+def test_a_limit_the_code_claims_for_itself_is_not_named(
+    code: str, tests: sandbox.FunctionTests | None, reason: str
+) -> None:
+    result = run_python(code, tests=tests)
+    assert not result.ok and not result.timed_out
+    assert result.reason == reason
+
+
+def test_cpu_time_beyond_the_limit_is_named_as_such() -> None:
+    # Threads hashing outside the GIL spend CPU time faster than wall-clock time.
+    burn = (
+        "import hashlib, threading\n"
+        "data = bytes(1 << 20)\n"
+        "def spin():\n"
+        "    while True:\n"
+        "        hashlib.sha256(data).digest()\n"
+        "threads = [threading.Thread(target=spin) for _ in range(4)]\n"
+        "for thread in threads:\n"
+        "    thread.start()\n"
+        "for thread in threads:\n"
+        "    thread.join()\n"
+    )
+    result = run_python(burn, timeout_s=6)
+    if result.timed_out:
+        pytest.skip("fewer than two cores were free: the wall-clock limit came first")
+    assert result.reason == "CPU time limit exceeded (7 s)"
+
+
+# --------------------------------------------------------------------------------------------
+# the end of the code's process ends the wait for it
+# --------------------------------------------------------------------------------------------
+
+_FORK_AND_DIE = (
+    "if os.fork() == 0:\n"
+    "    time.sleep(60)\n"  # holding the pipe to the supervisor open
+    "    os._exit(0)\n"
+    "os.kill(os.getpid(), signal.SIGKILL)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("when", "reason"),
+    [
+        ("on load", "the code's process ended while loading: killed by signal SIGKILL"),
+        ("in the call", "the function's process ended during a call: killed by signal SIGKILL"),
+    ],
+)
+def test_a_killed_process_is_reported_while_a_child_holds_its_pipe(when: str, reason: str) -> None:
+    prelude = "import os, signal, time\n" + (_FORK_AND_DIE if when == "on load" else "")
+    body = (
+        "".join(f"    {line}\n" for line in _FORK_AND_DIE.splitlines())
+        if when == "in the call"
+        else ""
+    )
+    started = time.monotonic()
+    result = run_python(
+        prelude + "def add(a, b):\n" + body + "    return a + b\n", tests=ADD_TESTS, timeout_s=30
+    )
+    assert time.monotonic() - started < 10
+    assert not result.ok and not result.timed_out
+    assert result.reason == reason
+
+
+# --------------------------------------------------------------------------------------------
+# the arbiter's configuration and database stay hidden from any working directory
+# --------------------------------------------------------------------------------------------
+
+_READ_EACH = (
+    "for path in PATHS:\n"
+    "    try:\n"
+    "        print(repr(open(path).read()))\n"
+    "    except OSError as error:\n"
+    "        print(type(error).__name__)\n"
+)
+
+
+def _read_each(paths: list[str]) -> SandboxResult:
+    return run_python(f"PATHS = {paths!r}\n" + _READ_EACH)
+
+
+@pytest.fixture
+def arbiter_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A directory like an arbiter's: configuration, database, a subdirectory, and a plain file.
+    Only the covers over the arbiter's directories may hide it: /tmp stays visible."""
+    directory = Path(_world_open_dir())
+    (directory / "sub").mkdir(mode=0o755)
+    for name in ("agency.yaml", "agency.db", "agency.db-wal", "sub/notes.txt", "plain.txt"):
+        (directory / name).write_text(f"secret {name}")
+        (directory / name).chmod(0o644)
+    monkeypatch.setattr(sandbox, "_SOCKET_DIRS", ())
+    monkeypatch.delenv(sandbox._CONFIG_ENV_VAR, raising=False)
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory)
+
+
+def test_names_of_the_arbiters_files_follow_its_configuration() -> None:
+    from agent_agency import config
+
+    assert sandbox._CONFIG_FILE == config.DEFAULT_CONFIG_FILE
+    assert sandbox._CONFIG_ENV_VAR == config.CONFIG_ENV_VAR
+
+
+def test_the_arbiters_working_directory_and_everything_in_it_are_hidden(
+    arbiter_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(arbiter_dir)
+    names = ["agency.yaml", "agency.db", "sub/notes.txt", "plain.txt"]
+    result = _read_each([str(arbiter_dir / name) for name in names])
+    _require_isolation(result, "mount namespace")
+    assert result.ok, result.reason
+    assert result.stdout.split() == ["FileNotFoundError"] * len(names)
+
+
+def test_the_arbiters_files_are_hidden_where_its_working_directory_cannot_be(
+    arbiter_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A working directory that is a system directory (as / is) cannot be covered: its
+    # configuration and database files are, by an empty file each.
+    monkeypatch.setattr(sandbox, "_SYSTEM_DIRS", sandbox._SYSTEM_DIRS | {str(arbiter_dir)})
+    monkeypatch.chdir(arbiter_dir)
+    names = ["agency.yaml", "agency.db", "agency.db-wal", "plain.txt"]
+    result = _read_each([str(arbiter_dir / name) for name in names])
+    _require_isolation(result, "mount namespace")
+    assert result.ok, result.reason
+    assert result.stdout.splitlines() == ["''", "''", "''", "'secret plain.txt'"]
+    assert any(step.startswith("hidden behind an empty file") for step in result.isolation_applied)
+    assert any(str(arbiter_dir) in note for note in result.isolation_notes)
+
+
+def test_the_configuration_file_named_by_the_environment_is_hidden_with_its_directory(
+    arbiter_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir("/")
+    monkeypatch.setenv(sandbox._CONFIG_ENV_VAR, str(arbiter_dir / "plain.txt"))
+    result = _read_each([str(arbiter_dir / "plain.txt"), str(arbiter_dir / "sub/notes.txt")])
+    _require_isolation(result, "mount namespace")
+    assert result.ok, result.reason
+    assert result.stdout.split() == ["FileNotFoundError", "FileNotFoundError"]
+    assert any(
+        note.startswith("the caller's working directory / is NOT hidden")
+        for note in result.isolation_notes
+    )
+    # Control: without $AGENCY_CONFIG the same files are readable from /.
+    monkeypatch.delenv(sandbox._CONFIG_ENV_VAR)
+    control = _read_each([str(arbiter_dir / "plain.txt")])
+    assert control.stdout.split() == ["'secret", "plain.txt'"]

@@ -6,18 +6,23 @@ untrusted code runs, a small trusted bootstrap inside the child (still root) iso
 - a new network namespace (loopback down, no interfaces), so every connection fails;
 - new IPC and UTS namespaces, so System V shared memory, semaphores and message queues of the
   host or of an earlier run are out of reach, and those the code makes end with the run;
-- a new mount namespace in which every mount is remounted read-only except the work directory,
-  itself a tmpfs of `WORK_DIR_LIMIT_MB` (the total the code may write);
+- a new mount namespace in which every mount but the work directory (itself a tmpfs of
+  `WORK_DIR_LIMIT_MB`, the total the code may write) is remounted read-only, with setuid bits
+  ignored (`nosuid`) and, but on the mounts serving /dev, device files refused (`nodev`);
 - in that namespace, an empty tmpfs over the directories where host processes keep their
   Unix-domain sockets (/tmp, /var/tmp, /run, /dev/shm), so connect() finds no socket file there
-  (abstract sockets belong to the network namespace and are out of reach already), and over the
-  arbiter's working directory, so the code cannot read `agency.db`, `.env` and the like there;
-  the work directory and the interpreter are bound back into those covers;
+  (abstract sockets belong to the network namespace and are out of reach already), over the
+  arbiter's working directory, so the code cannot read `agency.db`, `.env` and the like there,
+  and over the directory of the configuration file `$AGENCY_CONFIG` names; the work directory
+  and the interpreter are bound back into those covers. A working directory that is / or another
+  system directory the interpreter needs is not covered (a note says so): an empty file is bound
+  over its `agency.yaml` and `agency.db*` files, and over the file `$AGENCY_CONFIG` names;
 - a new PID namespace with its own /proc, so no host process (nor its command line) is visible,
   and every process the code starts dies with the namespace;
 - resource limits: CPU time, address space, file size, open files, no core dumps, and a process
-  count that is meaningful because the child then drops to a throw-away uid used by no one else
-  (RLIMIT_NPROC does not apply to root and counts per uid);
+  count that is meaningful because the code's process then drops to a throw-away uid used by no
+  one else (RLIMIT_NPROC does not apply to root and counts per uid);
+- `no_new_privs`, so no setuid program or file capability gives the code more rights;
 - a memory cgroup (v1 or v2, made beneath the caller's own) that bounds all the run's processes
   together, which the address-space limit, per process, does not. The run's processes are the
   OOM killer's first choice (`oom_score_adj` 1000), not the process waiting outside the PID
@@ -26,10 +31,15 @@ untrusted code runs, a small trusted bootstrap inside the child (still root) iso
   memory limit.
 
 The first process of the PID namespace is the *supervisor*: it forks the process that runs the
-code and, for `FunctionTests`, runs the tests itself. The code's process never holds the tests,
+code and, for `FunctionTests`, runs the tests itself. Each then drops to a throw-away uid of its
+own (two per run, from `_next_uids`), so the code can neither signal the supervisor nor change
+its resource limits (`prlimit` needs the same uid). The code's process never holds the tests,
 the verdict file or the nonce: the supervisor reads them from files handed over by descriptor
 only after the fork, and it is not dumpable, so the code can neither read its memory nor its
-descriptors. The tests call the code's function through a pipe, arguments and results passing
+descriptors. The code runs only once the supervisor has written the isolation record. The
+supervisor waits on the pipe and on the end of the code's process together (a pidfd), so a
+process the code forked that holds the pipe open cannot stall it once the code's process has
+died. The tests call the code's function through a pipe, arguments and results passing
 as `marshal` data, so a result can only be a builtin value (no object whose `__eq__` always
 holds) and nothing the code does to its own interpreter (exit, patched builtins, hooks) reaches
 the tests. The verdict counts only as the supervisor's record carrying the run's nonce; the exit
@@ -37,15 +47,20 @@ status of the code is never a pass by itself.
 
 Doing this in the child, rather than in a `preexec_fn`, keeps `run_python` safe to call from
 threads. The parent enforces a wall-clock limit (the smaller of the run's and the deadline set
-with `run_limits`), kills the whole session on timeout or cancellation and, as the same
-throw-away uid, signals every process that escaped when no PID namespace holds them or no verdict
+with `run_limits`), kills the whole session on timeout or cancellation and, as each of the run's
+throw-away uids, signals every process that escaped when no PID namespace holds them or no verdict
 came back; it kills whatever is left in the run's cgroup before removing it. Output goes
 to root-owned files capped by RLIMIT_FSIZE, so a flood of output cannot exhaust the parent's
 memory. The child lists the isolation steps it applied in `SandboxResult.isolation_applied`; if a
 step is impossible here, it records why in `SandboxResult.isolation_notes` and carries on with
 the remaining limits. Failure reasons come from what the supervisor and the parent observed
 (signals, the type and errno of an exception, the cgroup's OOM kills); text the code produced is
-only ever quoted, bounded, and never as the sandbox's own words.
+only ever quoted, bounded, and never as the sandbox's own words. A reason names the memory, CPU
+time or disk limit only where the sandbox measured it reached, since the code can raise any
+exception or send itself any signal: the cgroup's OOM kills or the code's process's peak resident
+memory near its limit (a MemoryError; a single request far beyond the limit leaves no such trace
+and reads "raised MemoryError"), its CPU time (from `wait4`) near the CPU limit (SIGKILL,
+SIGXCPU), the work directory's tmpfs full (ENOSPC). Otherwise the reason says what happened.
 """
 
 from __future__ import annotations
@@ -90,7 +105,8 @@ _VERDICT_LIMIT_BYTES = 1024 * 1024
 # How often a run waiting for its process checks whether it was cancelled.
 _CANCEL_POLL_S = 0.05
 _PID_NAMESPACE_STEP = "PID namespace"
-# Throw-away uids: one per run, so process limits and clean-up never touch another run.
+# Throw-away uids: two per run (the code's and its supervisor's), so process limits and clean-up
+# never touch another run, and the code cannot signal or limit its supervisor.
 _UID_BASE = 2_000_000
 _UID_SPAN = 1_000_000
 _uid_counter = itertools.count()
@@ -107,6 +123,17 @@ _SYSTEM_DIRS = frozenset({"/", "/usr", "/etc", "/dev", "/proc", "/sys"}) | froze
 _CGROUP_ROOT = Path("/sys/fs/cgroup")
 _SUPERVISOR_MB = 128
 _VALUE_TYPE_NAMES = "int, float, complex, str, bytes, bool, None, list, tuple, dict, set, frozenset"
+# The arbiter's own files (as `agent_agency.config` and the pool name them by default), hidden from
+# the code wherever the arbiter's working directory is not.
+_CONFIG_FILE = "agency.yaml"
+_CONFIG_ENV_VAR = "AGENCY_CONFIG"
+_DATABASE_FILES = "agency.db*"  # with its -wal, -shm and -journal files
+# What the supervisor and the parent must see before a reason names a limit the code's own report
+# claims: its peak resident memory this close to its limit (a MemoryError), its CPU time this
+# close to the CPU limit (SIGKILL, SIGXCPU), the work directory's tmpfs this close to full (ENOSPC).
+_MEMORY_NEAR = 0.75
+_CPU_NEAR = 0.95
+_FULL_BELOW_BYTES = 1024 * 1024
 
 
 class FunctionTests(BaseModel):
@@ -178,12 +205,15 @@ def run_limits(deadline: float | None, cancelled: threading.Event) -> Iterator[N
 # imports beyond the standard library's cheapest modules: it is on the critical path of every
 # run.
 _BOOTSTRAP = r"""
-import builtins, ctypes, json, marshal, os, resource, signal, sys, types
+import builtins, ctypes, json, marshal, os, resource, select, signal, sys, types
 with os.fdopen(int(sys.argv[1]), "rb") as handle:
     payload = json.loads(handle.read())
 cfg, program_files = payload["config"], payload["files"]
-work, uid, entry_point = cfg["work"], cfg["uid"], cfg["entry_point"]
-notes, applied = [], []
+work, entry_point = cfg["work"], cfg["entry_point"]
+code_uid, supervisor_uid = cfg["code_uid"], cfg["supervisor_uid"]
+notes, applied = list(cfg["notes"]), []
+work_tmpfs = pid_namespace = own_proc = False
+alive = None  # with a PID namespace: the read end of a pipe the parent's side holds open
 libc = ctypes.CDLL(None, use_errno=True)
 # This process's, opened while /proc is still writable: the mount namespace makes it read-only.
 try:
@@ -196,7 +226,7 @@ CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x20000000, 0x40000000
 CLONE_NEWIPC, CLONE_NEWUTS = 0x08000000, 0x04000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
 def err():
     return os.strerror(ctypes.get_errno())
 def parent_alive():
@@ -245,8 +275,9 @@ elif libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
     notes.append("cannot make mounts private (" + err() + ")" + unhidden)
 else:
     private_mounts = True
-    quota = "size=%dm,mode=700,uid=%d,gid=%d" % (cfg["disk_mb"], uid, uid)
+    quota = "size=%dm,mode=700,uid=%d,gid=%d" % (cfg["disk_mb"], code_uid, code_uid)
     if libc.mount(b"tmpfs", work.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, quota.encode()) == 0:
+        work_tmpfs = True
         applied.append("work directory: a tmpfs of %d MB" % cfg["disk_mb"])
     else:
         notes.append("no tmpfs for the work directory (" + err() + "): its size is NOT limited")
@@ -258,6 +289,7 @@ else:
     # Outer directories come first; one an outer cover already hid no longer exists.
     keep = {path: os.open(path, os.O_PATH | os.O_DIRECTORY)
             for paths in cfg["masks"].values() for path in paths}
+    empty = os.open(cfg["empty_file"], os.O_PATH)
     hidden = []
     for cover, paths in cfg["masks"].items():
         if not os.path.isdir(cover):
@@ -276,20 +308,49 @@ else:
         os.close(fd)
     if hidden:
         applied.append("hidden behind an empty tmpfs: " + ", ".join(hidden))
+    # The caller's configuration and database files outside those covers: an empty file over each.
+    blanked = []
+    for path in cfg["hidden_files"]:
+        if not os.path.isfile(path):  # beneath a cover
+            continue
+        if libc.mount(("/proc/self/fd/%d" % empty).encode(), path.encode(), None, MS_BIND,
+                      None) == 0:
+            blanked.append(path)
+        else:
+            notes.append("cannot hide " + path + " (" + err() + ")")
+    os.close(empty)
+    if blanked:
+        applied.append("hidden behind an empty file: " + ", ".join(blanked))
     with open("/proc/self/mountinfo") as handle:
-        mounts = [line.split() for line in handle]
-    for fields in mounts:
-        point = unescape(fields[4])
+        mounts = [(unescape(fields[4]), set(fields[5].split(",")))
+                  for fields in map(str.split, handle)]
+    points = {point for point, _ in mounts}
+    # Device files stay usable only on the mounts that serve /dev (/dev/null and the like).
+    dev_holder = max((point for point in points
+                      if point in ("/", "/dev") or "/dev".startswith(point + "/")),
+                     key=len, default="/")
+    device_mounts = {point for point in points if point == "/dev" or point.startswith("/dev/")}
+    device_mounts.add(dev_holder)
+    kept_suid = []
+    for point, opts in mounts:
         if point == work:
             continue
-        opts = set(fields[5].split(","))
-        flags = MS_REMOUNT | MS_BIND | MS_RDONLY
-        flags |= MS_NOSUID if "nosuid" in opts else 0
-        flags |= MS_NODEV if "nodev" in opts else 0
-        flags |= MS_NOEXEC if "noexec" in opts else 0
-        if libc.mount(None, point.encode(), None, flags, None) != 0 and point in ("/", "/tmp"):
+        own = MS_NOSUID if "nosuid" in opts else 0
+        own |= MS_NODEV if "nodev" in opts else 0
+        own |= MS_NOEXEC if "noexec" in opts else 0
+        flags = MS_REMOUNT | MS_BIND | MS_RDONLY | own
+        tighter = flags | MS_NOSUID | (0 if point in device_mounts else MS_NODEV)
+        if libc.mount(None, point.encode(), None, tighter, None) == 0:
+            continue
+        # The mount's own flags alone (in a user namespace some are locked): read-only at least.
+        if libc.mount(None, point.encode(), None, flags, None) == 0:
+            kept_suid.append(point)
+        elif point in ("/", "/tmp"):
             notes.append("cannot make " + point + " read-only (" + err() + ")")
-    applied.append("mount namespace: read-only outside the work directory")
+    applied.append("mount namespace: read-only outside the work directory, setuid bits ignored,"
+                   " device files only in /dev")
+    if kept_suid:
+        notes.append("setuid bits and device files NOT disabled on " + ", ".join(kept_suid))
 def set_oom_score_adj(value):
     try:
         os.write(oom_score_adj, value)
@@ -302,6 +363,7 @@ def close_oom_score_adj():
 if libc.unshare(CLONE_NEWPID) != 0:
     notes.append("PID namespace unavailable (" + err() + "): host processes are visible")
 else:
+    pid_namespace = True
     alive, alive_out = os.pipe()  # the write end closes when this process dies
     # The OOM killer takes the run's processes first, which inherit this: not the one below.
     set_oom_score_adj(b"1000")
@@ -316,15 +378,13 @@ else:
         code = os.waitstatus_to_exitcode(os.waitpid(init, 0)[1])
         os._exit(code if code >= 0 else 128 - code)
     os.close(alive_out)
+    os.set_blocking(alive, False)
     def parent_alive():
         # The parent is outside the namespace, where getppid() reads 0.
-        os.set_blocking(alive, False)
         try:
             return os.read(alive, 1) != b""
         except BlockingIOError:
             return True
-        finally:
-            os.close(alive)
     if not private_mounts:
         notes.append("PID namespace without its own /proc (no mount namespace): host processes"
                      " are visible")
@@ -332,6 +392,7 @@ else:
                     None) != 0:
         notes.append("cannot mount a private /proc (" + err() + "): host processes are visible")
     else:
+        own_proc = True
         applied.append("PID namespace with its own /proc: no host process visible")
 close_oom_score_adj()
 limits = [
@@ -345,27 +406,12 @@ limits = [
 for which, value in limits:
     resource.setrlimit(which, (value, value))
 applied.append("resource limits: CPU, memory, file size, open files, processes, no core dump")
-try:
-    os.setgroups([])
-    os.setresgid(uid, uid, uid)
-    os.setresuid(uid, uid, uid)
-    applied.append("throw-away user " + str(uid))
-except OSError as error:
-    notes.append("cannot drop privileges (" + str(error) + "): process limit is NOT enforced")
-die_with_parent(parent_alive)
-# Without a uid change the kernel leaves the process dumpable: the code's process could then read
-# the supervisor's memory and descriptors (the tests, the nonce) through /proc.
-libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0:
+    applied.append("no new privileges: setuid programs and file capabilities grant none")
+else:
+    notes.append("cannot set no_new_privs (" + err() + "): setuid programs grant their owner's"
+                 " rights")
 os.chdir(work)  # the cwd inherited from Popen is the directory beneath the fresh tmpfs
-for name, text in program_files.items():
-    path = os.path.join(work, name)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
-# Into the verdict file, which the code's process never holds: its stdout and stderr are files it
-# may seek in and rewrite from the start.
-os.write(cfg["verdict_fd"],
-         (json.dumps({"isolation": {"notes": notes, "applied": applied}}) + "\n").encode())
 
 # ---- shared by both processes
 VALUE_TYPES = {int, float, complex, str, bytes, bool, type(None), list, tuple, dict, set,
@@ -397,22 +443,31 @@ def fault(error):
     except BaseException:
         message, number = "(its message could not be read)", None
     return bounded_fault(type(error).__name__, number, message)
-def send(fd, data):
+def always_ready(fd, events):
+    return True
+def send(fd, data, ready=always_ready):
     data = len(data).to_bytes(8, "big") + data
     while data:
-        data = data[os.write(fd, data):]
-def read_exact(fd, size):
+        if not ready(fd, select.POLLOUT):
+            raise BrokenPipeError("the code's process has ended")
+        try:
+            data = data[os.write(fd, data):]
+        except BlockingIOError:
+            pass
+def read_exact(fd, size, ready):
     chunks = []
     while size:
+        if not ready(fd, select.POLLIN):
+            return None
         chunk = os.read(fd, min(size, 1 << 20))
         if not chunk:
             return None
         chunks.append(chunk)
         size -= len(chunk)
     return b"".join(chunks)
-def receive(fd):
-    header = read_exact(fd, 8)
-    return None if header is None else read_exact(fd, int.from_bytes(header, "big"))
+def receive(fd, ready=always_ready):
+    header = read_exact(fd, 8, ready)
+    return None if header is None else read_exact(fd, int.from_bytes(header, "big"), ready)
 
 # ---- the code's process
 def load():
@@ -483,8 +538,63 @@ def valid_fault(value):
             and (value[1] is None or type(value[1]) is int) and type(value[2]) is str):
         return bounded_fault(*value)
     return None
+ended = {}  # the code's process, once reaped: its exit code and what the kernel measured of it
 def exit_code_of(program):
-    return os.waitstatus_to_exitcode(os.waitpid(program, 0)[1])
+    if "exit_code" not in ended:
+        _, status, usage = os.wait4(program, 0)
+        ended.update(exit_code=os.waitstatus_to_exitcode(status),
+                     cpu_s=usage.ru_utime + usage.ru_stime, peak_mb=usage.ru_maxrss / 1024)
+    return ended["exit_code"]
+def has_ended(program):
+    try:
+        return os.waitid(os.P_PID, program, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+def readiness(program):
+    # For the supervisor's ends of the pipes: whether one is ready, or False once the code's
+    # process has ended with nothing left to read there: a process it forked may hold the other
+    # end open for ever. Its end is polled through a pidfd (Linux 5.3+), else looked up every 0.1 s.
+    try:
+        pidfd = os.pidfd_open(program)
+    except (AttributeError, OSError):
+        pidfd = None
+    def ready(fd, events):
+        poller = select.poll()
+        poller.register(fd, events)
+        if pidfd is not None:
+            poller.register(pidfd, select.POLLIN)
+        while True:
+            found = dict(poller.poll(None if pidfd is not None else 100))
+            if fd in found:
+                return True
+            if pidfd in found or (pidfd is None and has_ended(program)):
+                return False
+    return ready
+def resident_peak_mb(program):
+    # Of the code's process while it still runs; only where /proc shows this PID namespace.
+    if pid_namespace and not own_proc:
+        return None
+    try:
+        with open("/proc/%d/status" % program) as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+def work_full():
+    if not work_tmpfs:
+        return None
+    try:
+        space = os.statvfs(work)
+    except OSError:
+        return None
+    return space.f_bavail * space.f_frsize < cfg["full_below_bytes"] or space.f_favail == 0
+def usage_of(program):
+    if "exit_code" not in ended:  # still serving the tests
+        ended["peak_mb"] = resident_peak_mb(program)
+    return {"cpu_s": ended.get("cpu_s"), "peak_mb": ended.get("peak_mb"),
+            "disk_full": work_full()}
 def test_line(line_number, lines):
     if line_number is None or not 0 < line_number <= len(lines):
         return None
@@ -506,8 +616,9 @@ def failure(problem, error=None, exit_code=None, line=None):
             "failed_test": line}
 class Candidate:
     # Stands for the function in the tests: each call goes to the code's process.
-    def __init__(self, program, requests, replies, namespace, lines):
+    def __init__(self, program, requests, replies, ready, namespace, lines):
         self.program, self.requests, self.replies = program, requests, replies
+        self.ready = ready
         self.namespace, self.lines = namespace, lines
         self.failure = None  # set once a call fails the code, whatever the tests then catch
         self.raised = None  # the exception last raised for the function, with its fault
@@ -533,8 +644,8 @@ class Candidate:
         except ValueError as error:
             self.stop("unsendable-argument", fault(error))
         try:
-            send(self.requests, request)
-            reply = receive(self.replies)
+            send(self.requests, request, self.ready)
+            reply = receive(self.replies, self.ready)
         except OSError:
             reply = None
         if reply is None:
@@ -573,7 +684,7 @@ def script_verdict(program, replies):
             pass
     return {"passed": None, "problem": None, "error": valid_fault(error),
             "exit_code": exit_code, "failed_test": None}
-def test_verdict(program, requests, replies, secret):
+def test_verdict(program, requests, replies, ready, secret):
     lines = secret["test"].splitlines()
     namespace = {"__name__": "__tests__"}
     try:
@@ -584,7 +695,7 @@ def test_verdict(program, requests, replies, secret):
         line = test_line(deepest_test_line_in(error.__traceback__), lines)
         return failure("tests-broken", fault(error), line=line)
     try:
-        report = marshal.loads(receive(replies) or b"")
+        report = marshal.loads(receive(replies, ready) or b"")
     except Exception:
         report = None
     if report is None:
@@ -597,7 +708,7 @@ def test_verdict(program, requests, replies, secret):
         return failure("no-entry-point")
     if report != ("loaded",):
         return failure("invalid-reply")
-    candidate = Candidate(program, requests, replies, namespace, lines)
+    candidate = Candidate(program, requests, replies, ready, namespace, lines)
     namespace[entry_point] = candidate
     try:
         check(candidate)
@@ -612,49 +723,122 @@ def test_verdict(program, requests, replies, secret):
     return candidate.failure or {"passed": True, "problem": None, "error": None,
                                  "exit_code": None, "failed_test": None}
 def supervise(program, requests, replies):
+    ready = readiness(program)
+    os.set_blocking(requests, False)  # written to only once ready() says so
     with os.fdopen(cfg["secret_fd"], "rb") as handle:
         secret = json.loads(handle.read())
     try:
         if entry_point is None:
             verdict = script_verdict(program, replies)
         else:
-            verdict = test_verdict(program, requests, replies, secret)
+            verdict = test_verdict(program, requests, replies, ready, secret)
     except BaseException as error:
         verdict = failure("supervisor-failed", fault(error))
+    try:
+        verdict["usage"] = usage_of(program)
+    except BaseException:
+        verdict["usage"] = {"cpu_s": None, "peak_mb": None, "disk_full": None}
     verdict["nonce"] = secret["nonce"]
     try:
         record = json.dumps(verdict)
     except Exception as error:
+        usage = verdict["usage"]
         verdict = failure("supervisor-failed", fault(error))
-        verdict["nonce"] = secret["nonce"]
+        verdict.update(nonce=secret["nonce"], usage=usage)
         record = json.dumps(verdict)
     os.write(cfg["verdict_fd"], ("\n" + record + "\n").encode())
     try:
-        os.kill(program, signal.SIGKILL)
+        os.kill(program, signal.SIGKILL)  # as another uid it cannot: the namespace's end does
     except OSError:
-        pass  # reaped already
+        pass
     os._exit(0)
+
+# ---- the two processes, each as its own throw-away user
+def become(uid):
+    # Why the process cannot switch to `uid` for good, if it cannot.
+    try:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    except OSError as error:
+        return str(error)
+    return None
+def start_code(status, go):
+    # The code's process: reports its switch of user, then waits for the supervisor to have
+    # written the isolation record, which must come before anything the code writes.
+    problem = become(code_uid)
+    os.write(status, b"ok" if problem is None else problem.encode()[:1000])
+    os.close(status)
+    die_with_parent(lambda: os.getppid() == supervisor)  # the switch of user cleared it
+    if os.read(go, 1) != b"1":
+        os._exit(1)
+    os.close(go)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for name, text in program_files.items():
+        path = os.path.join(work, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+def read_all(fd):
+    chunks = []
+    while chunk := os.read(fd, 4096):
+        chunks.append(chunk)
+    os.close(fd)
+    return b"".join(chunks)
+def record_users(own_problem, code_report):
+    if code_report == b"ok":
+        applied.append("throw-away user %d for the code" % code_uid + (
+            "" if own_problem else ", %d for the sandbox's supervisor" % supervisor_uid))
+    else:
+        problem = code_report.decode(errors="replace") or "its process ended first"
+        notes.append("cannot run the code as a throw-away user (" + problem + "): process limit"
+                     " is NOT enforced")
+    if own_problem is not None:
+        notes.append("cannot run the supervisor as a throw-away user of its own (" + own_problem
+                     + "): the code may reach its process")
+def start_supervisor(status, go):
+    own_problem = become(supervisor_uid)
+    die_with_parent(parent_alive)  # the switch of user cleared it
+    if alive is not None:
+        os.close(alive)
+    # Without a uid change the kernel leaves the process dumpable: a process of the same uid could
+    # then read the supervisor's memory and descriptors (the tests, the nonce) through /proc.
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    record_users(own_problem, read_all(status))
+    # Into the verdict file, which the code's process never holds: its stdout and stderr are files
+    # it may seek in and rewrite from the start.
+    os.write(cfg["verdict_fd"],
+             (json.dumps({"isolation": {"notes": notes, "applied": applied}}) + "\n").encode())
+    try:
+        os.write(go, b"1")
+    except BrokenPipeError:
+        pass  # the code's process is gone already: the verdict says how it ended
+    os.close(go)
 
 requests_in, requests_out = os.pipe()
 replies_in, replies_out = os.pipe()
-# The code's process runs as the same uid: its SIGINT must not raise KeyboardInterrupt in the
-# tests (a namespace's first process receives no ignored signal from inside at all). Ignored
-# before the fork, so that no signal arrives in between.
+status_in, status_out = os.pipe()
+go_in, go_out = os.pipe()
+# Should the code's process run as the supervisor's uid after all (no root), its SIGINT must not
+# raise KeyboardInterrupt in the tests (a namespace's first process receives no ignored signal
+# from inside at all). Ignored before the fork, so that no signal arrives in between.
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 supervisor = os.getpid()
 program = os.fork()
 if program == 0:
-    die_with_parent(lambda: os.getppid() == supervisor)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    for fd in (cfg["secret_fd"], cfg["verdict_fd"], requests_out, replies_in):
-        os.close(fd)
+    for fd in (cfg["secret_fd"], cfg["verdict_fd"], requests_out, replies_in, status_in, go_out,
+               alive):
+        if fd is not None:
+            os.close(fd)
+    start_code(status_out, go_in)
     if entry_point is None:
         run_script(replies_out)
     else:
         serve(requests_in, replies_out)
 else:
-    for fd in (requests_in, replies_out):
+    for fd in (requests_in, replies_out, status_out, go_in):
         os.close(fd)
+    start_supervisor(status_in, go_out)
     supervise(program, requests_out, replies_in)
 """
 
@@ -684,18 +868,52 @@ def _within(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
+def _caller_cwd() -> str:
+    try:
+        return os.path.realpath(os.getcwd())
+    except OSError:  # the working directory was removed: nothing there to hide
+        return "/"
+
+
+def _config_file() -> str | None:
+    """The configuration file named by $AGENCY_CONFIG, if any."""
+    named = os.environ.get(_CONFIG_ENV_VAR)
+    return os.path.realpath(named) if named else None
+
+
+def _caller_dirs() -> set[str]:
+    """The arbiter's working directory and its configuration file's, but system directories."""
+    config = _config_file()
+    found = {_caller_cwd(), *([os.path.dirname(config)] if config else [])}
+    return found - _SYSTEM_DIRS
+
+
+def _hidden_files() -> list[str]:
+    """The arbiter's configuration and database files, each to be covered by an empty file where
+    no cover over its directory hides it already (a working directory of / or /usr has none)."""
+    cwd = Path(_caller_cwd())
+    config = _config_file()
+    named = [cwd / _CONFIG_FILE, *cwd.glob(_DATABASE_FILES), *([Path(config)] if config else [])]
+    return sorted({os.path.realpath(path) for path in named if path.is_file()})
+
+
+def _exposure_notes() -> list[str]:
+    cwd = _caller_cwd()
+    if cwd not in _SYSTEM_DIRS:
+        return []
+    return [
+        f"the caller's working directory {cwd} is NOT hidden (a system directory): only its "
+        f"{_CONFIG_FILE} and {_DATABASE_FILES} files are, and the file ${_CONFIG_ENV_VAR} names"
+    ]
+
+
 def _masks(work: str) -> dict[str, list[str]]:
     """The directories the child covers with an empty tmpfs, outermost first, each with the paths
-    beneath it to bind back: the socket directories, the arbiter's working directory (unless a
-    system directory) and those around the interpreter that the throw-away uid cannot enter."""
+    beneath it to bind back: the socket directories, the arbiter's working directory and its
+    configuration file's (unless system directories) and those around the interpreter that the
+    throw-away uid cannot enter."""
     covers = {os.path.realpath(path) for path in _SOCKET_DIRS if os.path.isdir(path)}
-    covers |= set(_EXPOSURE)
-    try:
-        cwd = os.path.realpath(os.getcwd())
-    except OSError:  # the working directory was removed: nothing there to hide
-        cwd = "/"
-    if cwd not in _SYSTEM_DIRS:
-        covers.add(cwd)
+    covers |= set(_EXPOSURE) | _caller_dirs()
     keep = {work, *(path for paths in _EXPOSURE.values() for path in paths)}
     keep |= {os.path.realpath(path) for path in (sys.prefix, sys.base_prefix)}
     ordered = sorted(covers, key=lambda cover: (cover.count("/"), cover))
@@ -745,15 +963,16 @@ class _MemoryCgroup:
 
 
 @contextlib.contextmanager
-def _memory_cgroup(uid: int, limit_mb: int) -> Iterator[_MemoryCgroup]:
-    """A memory cgroup of `limit_mb` for one run, emptied and removed afterwards."""
+def _memory_cgroup(uids: tuple[int, int], limit_mb: int) -> Iterator[_MemoryCgroup]:
+    """A memory cgroup of `limit_mb` for the run of these throw-away users, emptied and removed
+    afterwards."""
     unavailable = "memory limited per process only, not for the run as a whole: "
     found = _memory_cgroup_parent()
     if isinstance(found, str):
         yield _MemoryCgroup({"unavailable": unavailable + found})
         return
     parent, limit_file = found
-    group = parent / f"agency-sandbox-{uid}-{secrets.token_hex(4)}"
+    group = parent / f"agency-sandbox-{uids[0]}-{uids[1]}-{secrets.token_hex(4)}"
     try:
         group.mkdir()
         (group / limit_file).write_text(str(limit_mb * 1024 * 1024))
@@ -829,9 +1048,11 @@ def _remove_cgroup(group: Path) -> None:
             time.sleep(0.01)
 
 
-def _next_uid() -> int:
+def _next_uids() -> tuple[int, int]:
+    """Two throw-away uids for one run: the code's, and its supervisor's."""
     with _uid_lock:
-        return _UID_BASE + (os.getpid() * 7919 + next(_uid_counter)) % _UID_SPAN
+        pair = (os.getpid() * 7919 + next(_uid_counter)) % (_UID_SPAN // 2)
+    return _UID_BASE + 2 * pair, _UID_BASE + 2 * pair + 1
 
 
 def _validated_relative(name: str) -> PurePosixPath:
@@ -919,12 +1140,24 @@ _Problem = Literal[
 _Fault = tuple[str, int | None, str]
 
 
+class _Usage(BaseModel):
+    """What the supervisor measured of the code's process (the kernel's figures, not the code's):
+    None where it could not."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cpu_s: float | None  # CPU time, once it ended
+    peak_mb: float | None  # peak resident memory
+    disk_full: bool | None  # whether the work directory's tmpfs is full (None: no tmpfs)
+
+
 class _Verdict(BaseModel):
     """The supervisor's record of a run."""
 
     model_config = ConfigDict(extra="forbid")
 
     nonce: str
+    usage: _Usage
     passed: bool | None  # None: the code ran as a script, without tests
     problem: _Problem | None
     error: _Fault | None
@@ -971,10 +1204,9 @@ def _type_name(name: str) -> str:
 
 
 _NETWORK_REFUSED = "network access refused"
+_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 _ERRNO_LIMITS = {
     errno.EFBIG: f"file size limit exceeded ({FILE_SIZE_LIMIT_BYTES} bytes)",
-    errno.ENOSPC: f"disk quota exceeded ({WORK_DIR_LIMIT_MB} MB work directory)",
-    errno.EDQUOT: f"disk quota exceeded ({WORK_DIR_LIMIT_MB} MB work directory)",
     errno.EROFS: "write outside the sandbox directory refused (read-only file system)",
     errno.EACCES: "permission denied",
     errno.EPERM: "permission denied",
@@ -986,11 +1218,36 @@ _ERRNO_LIMITS = {
 }
 
 
-def _limit_hit(error: _Fault, memory_mb: int) -> str | None:
-    """The sandbox limit an exception of this type and errno stands for, if any."""
+@dataclass(frozen=True)
+class _Evidence:
+    """What the sandbox itself saw of a run's limits: a reason names a memory, CPU or disk limit
+    only when this confirms it, whatever the code reported about itself."""
+
+    memory_mb: int
+    cpu_limit_s: int
+    oom: str | None  # the reason for a SIGKILL when the run's memory cgroup saw the OOM killer act
+    usage: _Usage
+
+    def memory_reached(self) -> bool:
+        peak = self.usage.peak_mb
+        return self.oom is not None or (peak is not None and peak >= _MEMORY_NEAR * self.memory_mb)
+
+    def cpu_reached(self) -> bool:
+        spent = self.usage.cpu_s
+        return spent is not None and spent >= _CPU_NEAR * self.cpu_limit_s
+
+    def disk_full(self) -> bool:
+        return self.usage.disk_full is True
+
+
+def _limit_hit(error: _Fault, evidence: _Evidence) -> str | None:
+    """The sandbox limit an exception of this type and errno stands for, if any (a memory or disk
+    limit only where the evidence confirms it)."""
     name, number, _ = error
-    if name == "MemoryError":
-        return f"memory limit exceeded ({memory_mb} MB)"
+    if name == "MemoryError" and evidence.memory_reached():
+        return f"memory limit exceeded ({evidence.memory_mb} MB)"
+    if number in _DISK_ERRNOS and evidence.disk_full():
+        return f"disk quota exceeded ({WORK_DIR_LIMIT_MB} MB work directory)"
     if name == "BlockingIOError" and number == errno.EAGAIN:
         return f"process limit exceeded ({MAX_PROCESSES} processes)"
     if name == "gaierror":
@@ -998,37 +1255,40 @@ def _limit_hit(error: _Fault, memory_mb: int) -> str | None:
     return None if number is None else _ERRNO_LIMITS.get(number)
 
 
-def _raised(actor: str, error: _Fault | None, memory_mb: int) -> str:
+def _raised(actor: str, error: _Fault | None, evidence: _Evidence) -> str:
     if error is None:
         return f"{actor} failed"
     said = f"{actor} raised {_type_name(error[0])}"
     if error[2]:
         said += f" with message {_quoted(error[2])}"
-    limit = _limit_hit(error, memory_mb)
-    return f"{limit}: {said}" if limit else said
+    limit = _limit_hit(error, evidence)
+    if limit:
+        return f"{limit}: {said}"
+    if error[0] == "MemoryError":
+        # One allocation beyond the limit fails before anything is measured: say what the limit
+        # is, without claiming it was the cause (the code may raise MemoryError itself).
+        said += f"; the run's memory limit is {evidence.memory_mb} MB"
+    return said
 
 
-_SIGNAL_REASONS: dict[int, str] = {
-    signal.SIGXCPU: "CPU time limit exceeded",
-    signal.SIGXFSZ: f"file size limit exceeded ({FILE_SIZE_LIMIT_BYTES} bytes)",
-    signal.SIGKILL: "killed by SIGKILL (the CPU time limit, or the code itself)",
-}
-
-
-def _status_reason(exit_code: int | None, oom: str | None = None) -> str:
-    """How a process ended; `oom`: the reason to give for SIGKILL once the run's memory cgroup
-    saw the OOM killer act."""
+def _status_reason(exit_code: int | None, evidence: _Evidence | None = None) -> str:
+    """How a process ended: a SIGKILL or SIGXCPU is put down to a limit only when the evidence
+    shows the run's memory cgroup saw the OOM killer act, or the process used up its CPU time."""
     if exit_code is None:
         return "ended"
     if exit_code >= 0:
         return f"exited with code {exit_code}"
-    if exit_code == -signal.SIGKILL and oom is not None:
-        return oom
+    if exit_code == -signal.SIGKILL and evidence is not None and evidence.oom is not None:
+        return evidence.oom
+    if exit_code in (-signal.SIGKILL, -signal.SIGXCPU) and evidence and evidence.cpu_reached():
+        return f"CPU time limit exceeded ({evidence.cpu_limit_s} s)"
+    if exit_code == -signal.SIGXFSZ:
+        return f"file size limit exceeded ({FILE_SIZE_LIMIT_BYTES} bytes)"
     try:
         name = signal.Signals(-exit_code).name
     except ValueError:
         name = str(-exit_code)
-    return _SIGNAL_REASONS.get(-exit_code, f"killed by signal {name}")
+    return f"killed by signal {name}"
 
 
 def _last_output_line(stderr: str) -> str:
@@ -1036,49 +1296,47 @@ def _last_output_line(stderr: str) -> str:
     return f"; the last line it wrote to stderr: {_quoted(lines[-1])}" if lines else ""
 
 
-def _test_failure_reason(
-    verdict: _Verdict, entry_point: str, memory_mb: int, oom: str | None
-) -> str:
+def _test_failure_reason(verdict: _Verdict, entry_point: str, evidence: _Evidence) -> str:
     error = verdict.error
     match verdict.problem:
         case "assertion":
             message = f" with message {_quoted(error[2])}" if error and error[2] else ""
             return f"a test assertion failed{message}"
         case "tests-raised":
-            return _raised("the tests", error, memory_mb)
+            return _raised("the tests", error, evidence)
         case "tests-broken" | "unsendable-argument":
-            return "the task's tests cannot run: " + _raised("they", error, memory_mb)
+            return "the task's tests cannot run: " + _raised("they", error, evidence)
         case "function-raised":
-            return _raised("the function", error, memory_mb)
+            return _raised("the function", error, evidence)
         case "function-aborted":
-            return _raised("the function", error, memory_mb) + ", which ends its process"
+            return _raised("the function", error, evidence) + ", which ends its process"
         case "function-died":
-            status = _status_reason(verdict.exit_code, oom)
+            status = _status_reason(verdict.exit_code, evidence)
             return f"the function's process ended during a call: {status}"
         case "foreign-result":
             name = _type_name(error[0]) if error else "?"
             return f"the function returned a {name}, not a builtin value ({_VALUE_TYPE_NAMES})"
         case "unsendable-result":
-            return "the function's result cannot be passed back: " + _raised("it", error, memory_mb)
+            return "the function's result cannot be passed back: " + _raised("it", error, evidence)
         case "load-raised":
-            return _raised("the code", error, memory_mb) + " while loading"
+            return _raised("the code", error, evidence) + " while loading"
         case "load-died":
-            status = _status_reason(verdict.exit_code, oom)
+            status = _status_reason(verdict.exit_code, evidence)
             return f"the code's process ended while loading: {status}"
         case "no-entry-point":
             return f"the code does not define the function {entry_point}"
         case "invalid-reply":
             return "the code's process sent the sandbox an invalid reply"
         case "supervisor-failed" | None:
-            return _raised("the sandbox's supervisor", error, memory_mb)
+            return _raised("the sandbox's supervisor", error, evidence)
 
 
-def _script_failure_reason(verdict: _Verdict, stderr: str, memory_mb: int, oom: str | None) -> str:
+def _script_failure_reason(verdict: _Verdict, stderr: str, evidence: _Evidence) -> str:
     if verdict.problem is not None:
-        return _raised("the sandbox's supervisor", verdict.error, memory_mb)
+        return _raised("the sandbox's supervisor", verdict.error, evidence)
     if verdict.error is not None and verdict.exit_code is not None and verdict.exit_code > 0:
-        return f"{_raised('the program', verdict.error, memory_mb)} (exit code {verdict.exit_code})"
-    reason = _status_reason(verdict.exit_code, oom)
+        return f"{_raised('the program', verdict.error, evidence)} (exit code {verdict.exit_code})"
+    reason = _status_reason(verdict.exit_code, evidence)
     return reason + _last_output_line(stderr) if verdict.exit_code else reason
 
 
@@ -1154,6 +1412,7 @@ class _Run:
     applied: list[str]
     duration_ms: float
     oom: str | None  # the reason to give when the OOM killer ended a process of the run
+    cpu_limit_s: int
 
 
 def _execute(
@@ -1167,7 +1426,8 @@ def _execute(
     # Without root there is no uid to drop to: the code runs as the caller, and the bootstrap
     # records which isolation steps the kernel refused.
     privileged = os.geteuid() == 0
-    uid = _next_uid() if privileged else os.getuid()
+    code_uid, supervisor_uid = _next_uids() if privileged else (os.getuid(), os.getuid())
+    cpu_limit_s = math.ceil(budget_s) + 1
     nonce = secrets.token_hex(16)
     secret = {"nonce": nonce, **(tests.model_dump(include={"test", "setup"}) if tests else {})}
     base = Path(os.path.realpath(tempfile.mkdtemp(prefix="agency-sandbox-")))
@@ -1176,11 +1436,13 @@ def _execute(
         work = base / "work"
         work.mkdir()
         if privileged:
-            os.chown(work, uid, uid)
+            os.chown(work, code_uid, code_uid)
+        empty = base / "empty"  # bound over each of the arbiter's files the code must not read
+        empty.touch(0o444)
         with contextlib.ExitStack() as stack:
             group_mb = memory_mb + WORK_DIR_LIMIT_MB + _SUPERVISOR_MB
             memory_cgroup = (
-                stack.enter_context(_memory_cgroup(uid, group_mb))
+                stack.enter_context(_memory_cgroup((code_uid, supervisor_uid), group_mb))
                 if privileged
                 else _MemoryCgroup(
                     {"unavailable": "memory limited per process only (no root for a cgroup)"}
@@ -1192,11 +1454,12 @@ def _execute(
             )
             config = {
                 "work": str(work),
-                "uid": uid,
+                "code_uid": code_uid,
+                "supervisor_uid": supervisor_uid,
                 "entry_point": tests.entry_point if tests else None,
                 # One second above the wall-clock limit, so a single-threaded spin is reported
                 # as a timeout; the CPU limit catches threads burning several cores at once.
-                "cpu_s": math.ceil(budget_s) + 1,
+                "cpu_s": cpu_limit_s,
                 "memory_bytes": memory_mb * 1024 * 1024,
                 "fsize_bytes": FILE_SIZE_LIMIT_BYTES,
                 "disk_mb": WORK_DIR_LIMIT_MB,
@@ -1204,6 +1467,10 @@ def _execute(
                 "nproc": MAX_PROCESSES,
                 "memory_cgroup": memory_cgroup.config,
                 "masks": _masks(str(work)),
+                "hidden_files": _hidden_files(),
+                "empty_file": str(empty),
+                "notes": _exposure_notes(),
+                "full_below_bytes": _FULL_BELOW_BYTES,
                 "message_chars": _MESSAGE_CHARS,
                 "name_chars": _NAME_CHARS,
                 "parent_pid": os.getpid(),
@@ -1247,7 +1514,8 @@ def _execute(
             # Without a verdict the supervisor may have lost the process waiting for it (the OOM
             # killer's choice) and run on.
             if privileged and (stop is not None or not contained or verdict is None):
-                _kill_uid(uid)
+                _kill_uid(code_uid)
+                _kill_uid(supervisor_uid)
             oom = (
                 f"memory limit exceeded ({group_mb} MB for all processes of the run together)"
                 if memory_cgroup.oom_kills()
@@ -1264,6 +1532,7 @@ def _execute(
                 applied=applied,
                 duration_ms=duration_ms,
                 oom=oom,
+                cpu_limit_s=cpu_limit_s,
             )
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -1274,9 +1543,10 @@ def _failure_reason(run: _Run, tests: FunctionTests | None, budget_s: float, mem
         return _stop_reason(run.stop, budget_s)
     if run.verdict is None:
         return _no_verdict_reason(run)
+    evidence = _Evidence(memory_mb, run.cpu_limit_s, run.oom, run.verdict.usage)
     if tests is not None:
-        return _test_failure_reason(run.verdict, tests.entry_point, memory_mb, run.oom)
-    return _script_failure_reason(run.verdict, run.stderr, memory_mb, run.oom)
+        return _test_failure_reason(run.verdict, tests.entry_point, evidence)
+    return _script_failure_reason(run.verdict, run.stderr, evidence)
 
 
 def _no_verdict_reason(run: _Run) -> str:
