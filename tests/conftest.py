@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import Engine, event
 
 
 def _free_port() -> int:
@@ -22,6 +26,36 @@ def _free_port() -> int:
 def closed_port() -> int:
     """A loopback port nothing listens on (connections to it are refused)."""
     return _free_port()
+
+
+SHORT_BUSY_TIMEOUT_MS = 50
+
+
+def _short_busy_timeout(dbapi_connection: Any, _record: Any) -> None:
+    if isinstance(dbapi_connection, sqlite3.Connection):
+        dbapi_connection.execute(f"PRAGMA busy_timeout = {SHORT_BUSY_TIMEOUT_MS}")
+
+
+@pytest.fixture
+def hold_sqlite_lock() -> Iterator[Callable[[Path], None]]:
+    """`hold(path)` takes the write lock of the SQLite file at `path` from another connection
+    (`BEGIN EXCLUSIVE`) until the test ends. Meanwhile every SQLite connection SQLAlchemy opens
+    waits 50 ms for a lock rather than the 30 s the pool's engines wait (a listener on every
+    engine's new connections; the pool's own listeners run after it)."""
+    held: list[sqlite3.Connection] = []
+    event.listen(Engine, "connect", _short_busy_timeout)
+
+    def hold(path: Path) -> None:
+        connection = sqlite3.connect(path, isolation_level=None)
+        connection.execute("BEGIN EXCLUSIVE")
+        held.append(connection)
+
+    try:
+        yield hold
+    finally:
+        event.remove(Engine, "connect", _short_busy_timeout)
+        for connection in held:
+            connection.close()
 
 
 @pytest.fixture(scope="session")

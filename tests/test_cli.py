@@ -723,3 +723,164 @@ def test_stats_leaves_cancelled_executions_out_and_says_how_many(tmp_path: Path)
     assert "Not counted above: 2 executions cut off by a stopped run (recorded as cancelled)." in (
         shown
     )
+
+
+def test_config_show_reports_every_mistake_of_the_file_at_once(workdir: Path) -> None:
+    (workdir / "agency.yaml").write_text(
+        SCRIPTED_TEAM
+        + "routing:\n  epsilon: 3\n"
+        + "evaluation:\n  weights: {task: 1, style: 1}\n"
+        + "  judges: [{name: tone, agent: oracle, criteria: 'polite?'}]\n"
+        + "run:\n  tasks: 0\n  agents: [sim-good, wizard]\n"
+        + "pool:\n  hot_days: 100\n"
+    )
+    result = runner.invoke(app, ["config", "show"])
+    assert result.exit_code == 2
+    lines = result.output.splitlines()
+    assert lines[0] == "error: agency.yaml: invalid configuration"
+    assert [line.split(":")[0].strip() for line in lines[1:]] == [
+        "routing.epsilon",  # field errors, section by section
+        "evaluation.weights.style",  # a section's checks across fields, beside its field errors
+        "run.tasks",
+        "pool",
+        "run.agents.1",  # checks across sections, their fields being valid
+        "evaluation.judges.0.agent",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("setting", "typo", "builtin"),
+    [
+        (
+            "routing:\n  per_task_type: {arithmatic: ucb1, code-generation: ucb1}\n",
+            "routing.per_task_type: task type 'arithmatic'",
+            "code-generation",
+        ),
+        (
+            "evaluation:\n  gates:\n    arithmetc: [{name: safety}]\n"
+            "    code-editing: [{name: safety}]\n",
+            "evaluation.gates: task type 'arithmetc'",
+            "code-editing",
+        ),
+        (
+            "evaluation:\n  judges:\n    - name: tone\n      agent: sim-poor\n"
+            "      criteria: Is it polite?\n      task_types: [arithmetik, classification]\n",
+            "evaluation.judges.0.task_types: task type 'arithmetik'",
+            "classification",
+        ),
+    ],
+)
+def test_a_task_type_setting_names_a_misspelt_type_but_not_a_built_in_one(
+    workdir: Path, setting: str, typo: str, builtin: str
+) -> None:
+    """Each of the three settings README names: a type that is neither one of the run's nor a
+    built-in one is warned about; a built-in type the run does not include is not."""
+    (workdir / "agency.yaml").write_text(SCRIPTED_TEAM + setting)
+    result = runner.invoke(app, ["run", "--builtin", "arithmetic", "--tasks", "2"])
+    assert result.exit_code == 0, result.output
+    output = " ".join(result.output.split())
+    assert f"warning: {typo} is neither a type of this run's tasks (arithmetic) nor a built-in" in (
+        output
+    )
+    assert "did you mean 'arithmetic'?" in output
+    assert output.count("warning:") == 1 and builtin not in output
+
+
+def test_the_readme_says_which_task_types_the_typo_warning_covers() -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    row = " ".join(
+        next(line for line in readme.splitlines() if line.startswith("| `agency run")).split()
+    )
+    assert (
+        "a task type named in `routing.per_task_type`, `evaluation.gates` or a judge's "
+        "`task_types` that is neither a type of the run's tasks nor a built-in one"
+    ) in row
+
+
+def test_a_judge_that_fails_most_gradings_is_named_in_the_run_summary(workdir: Path) -> None:
+    (workdir / "agency.yaml").write_text(
+        SCRIPTED_TEAM
+        + "evaluation:\n  judges:\n    - name: tone\n      agent: sim-poor\n"
+        + "      criteria: Is the answer right?\n"
+    )
+    result = runner.invoke(app, ["run", "--builtin", "arithmetic", "--tasks", "4"])
+    assert result.exit_code == 0, result.output
+    # the scripted agent answers a grading request with no score: every grading fails
+    (failing,) = json.loads((workdir / "agency-run.json").read_text())["failing_judges"]
+    verdicts = failing["verdicts"]
+    assert verdicts >= 4 and failing["failed"] == failing["most_common_error_count"] == verdicts
+    error = failing["most_common_error"]
+    assert error == "unreadable reply after 2 attempt(s): no JSON object with a 'score' field found"
+    output = " ".join(result.output.split())
+    assert (
+        f"warning: judge 'tone' failed to grade {verdicts} of its {verdicts} verdicts, so those "
+        f"answers were graded without it; most common error ({verdicts}×): {error}"
+    ) in output
+    assert output.count("warning:") == 1
+
+    (workdir / "agency.yaml").write_text(SCRIPTED_TEAM)
+    clean = runner.invoke(app, ["run", "--builtin", "arithmetic", "--tasks", "2"])
+    assert clean.exit_code == 0 and "warning" not in clean.output
+    assert json.loads((workdir / "agency-run.json").read_text())["failing_judges"] == []
+
+
+def test_a_run_on_a_database_another_process_keeps_locked_fails_before_any_task(
+    workdir: Path, hold_sqlite_lock: Callable[[Path], None]
+) -> None:
+    assert runner.invoke(app, ["run", "--tasks", "2"]).exit_code == 0
+    hold_sqlite_lock(workdir / "agency.db")
+    result = runner.invoke(app, ["run", "--tasks", "2"])
+    assert result.exit_code == 2, result.output
+    assert " ".join(result.output.split()) == (
+        "error: storage.url: cannot write to sqlite:///agency.db: the database agency.db is "
+        "locked by another process (another `agency` command, or a program holding a write "
+        "transaction on it, kept it locked for longer than SQLite waits); try again once that "
+        "process has finished"
+    )
+    assert not list(workdir.glob("agency-unwritten-*"))
+
+
+def test_a_database_another_process_keeps_locked_is_said_to_be_locked(
+    workdir: Path, hold_sqlite_lock: Callable[[Path], None]
+) -> None:
+    import sqlite3
+
+    assert runner.invoke(app, ["run", "--tasks", "2"]).exit_code == 0
+    # In WAL mode, which the pool sets, readers pass a writer's lock; in the rollback journal
+    # mode of a database copied or restored without its WAL setting, they wait for it.
+    with sqlite3.connect(workdir / "agency.db") as connection:
+        connection.execute("PRAGMA journal_mode=DELETE")
+    connection.close()
+    hold_sqlite_lock(workdir / "agency.db")
+    for command in (["stats"], ["routing", "evaluate", "--policy", "ucb1"], ["pool", "stats"]):
+        result = runner.invoke(app, [*command, "--db", "agency.db"])
+        assert result.exit_code == 2, (command, result.output)
+        assert " ".join(result.output.split()).startswith(
+            "error: --db: cannot open sqlite:///agency.db: the database agency.db is locked by "
+            "another process"
+        ), (command, result.output)
+
+
+def test_a_command_meeting_a_locked_database_midway_says_so_without_a_traceback(
+    workdir: Path, hold_sqlite_lock: Callable[[Path], None]
+) -> None:
+    """`pool compact` opens the database only to read (WAL lets it), then writes."""
+    assert runner.invoke(app, ["run", "--tasks", "2"]).exit_code == 0
+    hold_sqlite_lock(workdir / "agency.db")
+    result = runner.invoke(app, ["pool", "compact"])
+    assert result.exit_code == 2, result.output
+    assert " ".join(result.output.split()) == (
+        "error: storage.url: the database agency.db is locked by another process (another "
+        "`agency` command, or a program holding a write transaction on it, kept it locked for "
+        "longer than SQLite waits); try again once that process has finished"
+    )
+    assert isinstance(result.exception, SystemExit)
+
+
+def test_audit_help_names_no_deployments_which_do_not_exist_yet() -> None:
+    for command in (["--help"], ["audit", "--help"], ["audit", "verify", "--help"]):
+        result = runner.invoke(app, command, env={"COLUMNS": "200"})
+        assert result.exit_code == 0
+        assert "deploy" not in result.output.lower(), command
+    described = runner.invoke(app, ["audit", "--help"], env={"COLUMNS": "200"}).output
+    assert "Audit trail of routing decisions and evaluations." in described

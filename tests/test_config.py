@@ -299,3 +299,95 @@ def test_values_that_would_fail_at_run_time_are_rejected_at_load(
     with pytest.raises(ConfigError) as error:
         parse_config(data, source="agency.yaml")
     assert f"\n  {line}" in str(error.value)
+
+
+def test_every_mistake_of_a_file_is_reported_at_once(tmp_path: Path) -> None:
+    """Field errors in several sections, and checks across fields both within a section (rubric
+    weights, tiers) and across sections (the agents that run.agents and a judge name)."""
+    path = write(
+        tmp_path,
+        "agents:\n"
+        "  - {name: a, backend: scripted}\n"
+        "  - {name: a, backend: scripted}\n"
+        "  - {name: b, backend: scripted, parent: nosuch}\n"
+        "routing:\n  epsilon: 3\n"
+        "evaluation:\n"
+        "  pass_threshold: 2\n"
+        "  weights: {task: -1, style: 1}\n"
+        "  judges: [{name: tone, agent: oracle, criteria: 'polite?'}]\n"
+        "storage:\n  url: nonsense\n"
+        "run:\n  tasks: 0\n  agents: [wizard, a, a@1]\n"
+        "pool:\n  hot_days: 100\n  warm_days: 10\n",
+    )
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    lines = str(error.value).splitlines()
+    assert lines[0] == f"{path}: invalid configuration"
+    assert [line.split(": ")[0].strip() for line in lines[1:]] == [
+        "routing.epsilon",
+        "evaluation.pass_threshold",
+        "evaluation.weights.task",
+        "evaluation.weights.style",
+        "storage.url",
+        "run.tasks",
+        "pool",
+        "agents.1",
+        "agents.2.parent",
+        "run.agents.0",
+        "run.agents.2",
+        "evaluation.judges.0.agent",
+    ]
+    assert "  pool: tiers must satisfy hot_days < warm_days < cold_days, got 100, 10, 730" in (
+        lines
+    )
+
+
+def test_a_check_across_fields_is_left_out_where_a_field_it_needs_is_invalid() -> None:
+    """Its finding would rest on a value the file does not hold (a default standing in)."""
+    with pytest.raises(ConfigError) as error:
+        parse_config(
+            {
+                "agents": [{"name": "a", "backend": "scripted", "temperature": 9}],
+                "evaluation": {"judges": [{"name": "j", "agent": "oracle", "criteria": "ok?"}]},
+                "run": {"agents": ["wizard"]},
+                "pool": {"hot_days": 100, "cold_days": 0},
+            },
+            source="agency.yaml",
+        )
+    assert str(error.value) == (
+        "agency.yaml: invalid configuration\n"
+        "  agents.0.temperature: Input should be less than or equal to 2\n"
+        "  pool.cold_days: Input should be greater than 0"
+    )
+
+
+def test_one_cycle_of_parents_is_reported_once() -> None:
+    with pytest.raises(ConfigError) as error:
+        parse_config(
+            {"agents": [{"name": "a", "parent": "b"}, {"name": "b", "parent": "a"}]},
+            source="agency.yaml",
+        )
+    assert str(error.value) == (
+        "agency.yaml: invalid configuration\n"
+        "  agents.0.parent: a@1 descends from itself (parent chain a@1 → b@1 → a@1)"
+    )
+
+
+def test_an_openai_compat_agent_needs_a_base_url_or_openai_base_url(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    agents = [{"name": "direct"}, {"name": "big", "backend": "openai_compat", "model": "m"}]
+    with pytest.raises(ConfigError) as error:
+        parse_config({"agents": agents}, source="agency.yaml")
+    assert str(error.value) == (
+        "agency.yaml: invalid configuration\n"
+        "  agents.1.base_url: backend openai_compat needs its server's URL: set base_url (e.g. "
+        "http://127.0.0.1:8000/v1, or https://api.openai.com/v1 for OpenAI) or the environment "
+        "variable OPENAI_BASE_URL, which agents without base_url use; neither is set"
+    )
+    served = [agents[0], {**agents[1], "base_url": "http://127.0.0.1:8000/v1"}]
+    assert parse_config({"agents": served}).agents[1].base_url == "http://127.0.0.1:8000/v1"
+    # the fallback the backend reads when it runs
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8000/v1")
+    assert parse_config({"agents": agents}).agents[1].base_url is None

@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING, Annotated, Any, get_args
 
 import typer
 import yaml
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from agent_agency.arbiter.routing_cli import routing_app
 from agent_agency.caws.cli import audit_app
 from agent_agency.cli_options import (
+    AgencyGroup,
     ConfigOption,
     DbOption,
     Terminated,
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
 SPLITS: tuple[str, ...] = get_args(SplitChoice)
 
 app = typer.Typer(
+    cls=AgencyGroup,
     help="Agent Agency: route tasks to agents, grade them, record everything, learn from it.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -99,7 +102,7 @@ def run(
 ) -> None:
     """Send a batch of tasks through the arbiter and record every decision, execution and grade."""
     from agent_agency.agents.base import BackendError
-    from agent_agency.runner import RunRequest, execute_run
+    from agent_agency.runner import RunRequest, execute_run, failing_judge_warning
 
     base = load_settings(config, db)
     _check_agents(base, agent or [])
@@ -126,7 +129,9 @@ def run(
         prepared = request.prepare()
     except (ValueError, OSError) as error:
         raise fail(error) from None
-    open_store(settings).close()  # a database that cannot be opened fails before any task runs
+    # a database that cannot be opened, or that another process keeps locked, fails before any
+    # task runs
+    open_store(settings, writes=True).close()
 
     team = ", ".join(spec.key for spec in settings.team())
     console.print(
@@ -196,10 +201,17 @@ def run(
         console.print("Most common failures another agent took over from:")
         for reason, count in report.fallbacks:
             console.print(f"  {count:>4} × {reason}", soft_wrap=True, markup=False)
-    if report.spilled:
+    for judge in report.failing_judges:
         err_console.print(
-            f"[red]some records could not be written; saved to {report.spilled}[/red] "
-            "(store them later with `agency replay FILE`)"
+            f"[yellow]warning:[/yellow] {escape(failing_judge_warning(judge))}", highlight=False
+        )
+    if report.spilled:
+        why = f" ({escape(report.write_error)})" if report.write_error else ""
+        err_console.print(
+            f"[red]some records could not be written{why}; saved to "
+            f"{escape(', '.join(map(str, report.spilled)))}[/red] "
+            "(store them later with `agency replay FILE`)",
+            highlight=False,
         )
     if report.no_agent_answered:
         raise fail("no agent answered any task; see the failure reasons above")

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
 from agent_agency.config import AgencyConfig, ConfigError, check_database_url, load_config
+from agent_agency.db_errors import database_error_reason, is_locked
 
 if TYPE_CHECKING:
     from agent_agency.pool.store import Store
@@ -138,19 +140,41 @@ def database_url(db: str) -> str:
 _url_label: ContextVar[str] = ContextVar("url_label", default="storage.url")
 
 
+# The database URL of the command running, once `load_settings` has read it.
+_database_url: ContextVar[str | None] = ContextVar("database_url", default=None)
+
+
 def url_label() -> str:
     """`--db` when the running command's database came from that option, else `storage.url`."""
     return _url_label.get()
 
 
+class AgencyGroup(TyperGroup):
+    """The `agency` command group. A SQLite database another process keeps locked ends any
+    command that meets it, wherever it does, with that said (exit status 2), not a traceback."""
+
+    def invoke(self, ctx: Any) -> Any:  # a click context of the click Typer bundles
+        from sqlalchemy.exc import SQLAlchemyError
+
+        try:
+            return super().invoke(ctx)
+        except SQLAlchemyError as error:
+            if not is_locked(error):
+                raise
+            reason = database_error_reason(error, _database_url.get())
+            raise fail(f"{url_label()}: {reason}") from None
+
+
 def load_settings(config: Path | None, db: str | None = None) -> AgencyConfig:
     """The effective settings, with --db applied; a bad file exits 2 naming file and field."""
     _url_label.set("storage.url" if db is None else "--db")
+    _database_url.set(None)
     try:
         settings = load_config(config)
     except ConfigError as error:
         raise fail(error) from None
     if db is None:
+        _database_url.set(settings.storage.url)
         return settings
     if not db.strip():  # "sqlite:///" would be an in-memory database: everything stored is lost
         raise fail("--db: empty; give a database URL or a SQLite file path")
@@ -158,6 +182,7 @@ def load_settings(config: Path | None, db: str | None = None) -> AgencyConfig:
         url = check_database_url(database_url(db))
     except ValueError as error:
         raise fail(f"--db: {error}") from None
+    _database_url.set(url)
     return settings.model_copy(update={"storage": settings.storage.model_copy(update={"url": url})})
 
 
@@ -175,11 +200,13 @@ def missing_sqlite_file(url: str) -> Path | None:
     return None if path.exists() else path
 
 
-def open_store(settings: AgencyConfig, *, create: bool = True) -> Store:
+def open_store(settings: AgencyConfig, *, create: bool = True, writes: bool | None = None) -> Store:
     """The configured pool, connected and migrated; a database that cannot be opened exits 2
     naming it and why. Commands that only read pass `create=False`: a SQLite file that does not
     exist, or a database without the pool's tables, is then an error: it holds nothing to read
-    and is left as it is."""
+    and is left as it is. A command that `writes` (default: one that may create the database)
+    exits 2 at once where another process keeps a SQLite database locked, rather than failing at
+    its first write."""
     from alembic.util.exc import CommandError
     from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
@@ -196,13 +223,33 @@ def open_store(settings: AgencyConfig, *, create: bool = True) -> Store:
             f"{url_label()}: no database at {missing} (from {shown}); {CREATE_DATABASE_HINT}"
         )
     try:
-        return Store.open(url, settings.pool, create=create)
+        store = Store.open(url, settings.pool, create=create)
     except NoPool:
         raise fail(
             f"{url_label()}: {shown} holds no agency data yet; {CREATE_DATABASE_HINT}"
         ) from None
     except (SQLAlchemyError, CommandError, ImportError) as error:
         raise cannot_open(url, error) from None
+    if create if writes is None else writes:
+        try:
+            _take_the_write_lock(store)
+        except SQLAlchemyError as error:
+            store.close()
+            raise fail(
+                f"{url_label()}: cannot write to {shown}: {database_error_reason(error, url)}"
+            ) from None
+    return store
+
+
+def _take_the_write_lock(store: Store) -> None:
+    """Take a SQLite database's write lock and let it go (waiting as long as SQLite waits for a
+    lock), so that a database another process keeps locked is found before any work is done.
+    Other databases lock rows, not the database: nothing to check."""
+    if store.engine.dialect.name != "sqlite":
+        return
+    with store.engine.connect() as connection:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        connection.exec_driver_sql("ROLLBACK")
 
 
 def shown_url(url: str) -> str:
@@ -214,13 +261,8 @@ def shown_url(url: str) -> str:
 
 def cannot_open(url: str, error: Exception) -> typer.Exit:
     """The error for a database that failed to connect or migrate: its URL (password hidden) and
-    the driver's first line."""
-    from sqlalchemy.exc import DBAPIError
-
-    reason = str(error.orig if isinstance(error, DBAPIError) else error).strip()
+    the driver's first line, or that another process keeps it locked."""
+    reason = database_error_reason(error, url)
     if isinstance(error, ImportError):
         reason = f"its database driver is not installed ({reason})"
-    return fail(
-        f"{url_label()}: cannot open {shown_url(url)}: "
-        f"{(reason or type(error).__name__).splitlines()[0]}"
-    )
+    return fail(f"{url_label()}: cannot open {shown_url(url)}: {reason}")

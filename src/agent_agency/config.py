@@ -6,9 +6,12 @@ message names the file, the field path and the reason.
 
 from __future__ import annotations
 
+import copy
 import os
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Self, TypeVar, get_args
 
 import yaml
 from pydantic import (
@@ -16,15 +19,19 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ModelWrapValidatorHandler,
     ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
+from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
+from pydantic_core.core_schema import ErrorType
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from agent_agency.records import (
+    BASE_URL_ENV,
     AgentSpec,
     Message,
     RoutingStrategy,
@@ -41,9 +48,154 @@ class ConfigError(ValueError):
     """The configuration file is unreadable or invalid; the message says where and why."""
 
 
+# --------------------------------------------------------------------------------------------
+# Every problem of a file at once. Pydantic runs a validator of a whole model only when all of
+# its fields are valid, and such a validator stops at its first `raise`: a file with a mistake
+# in one field and another across fields would be reported one round at a time. A section's
+# checks across fields are therefore `cross_field_check` methods, which yield every problem
+# they find and run wherever the fields they need are valid.
+# --------------------------------------------------------------------------------------------
+
+Problem = tuple[str, str]
+"""(field, reason): the field's dotted path below the section ('' for the section itself)."""
+Location = tuple[str | int, ...]  # an error's location, as pydantic gives it
+_Check = TypeVar("_Check", bound=Callable[..., Iterator[Problem]])
+_NEEDS = "_cross_field_needs"
+_ERROR_TYPES = frozenset(get_args(ErrorType))
+# Set while a section is validated again without its failed fields (`_without_failed`): the
+# sections inside it have reported their problems already.
+_revalidating: ContextVar[bool] = ContextVar("revalidating", default=False)
+
+
+def cross_field_check(*needs: str) -> Callable[[_Check], _Check]:
+    """Marks a method of a `Section` as a check across its fields: it yields a `Problem` for
+    everything wrong, and runs when the fields it `needs` (dotted paths below the section) are
+    valid, whether or not the others are."""
+
+    def mark(check: _Check) -> _Check:
+        setattr(check, _NEEDS, [tuple(need.split(".")) for need in needs])
+        return check
+
+    return mark
+
+
 class Section(BaseModel):
     # NaN and infinity pass every bound (NaN fails no comparison) and break arithmetic later.
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _every_problem(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        """The section, or one `ValidationError` with every problem: its fields' errors, then
+        those of the checks across fields whose fields are valid. Where fields failed, those
+        checks run on the section validated again with the failed values left out."""
+        if _revalidating.get():
+            return handler(data)
+        try:
+            section = handler(data)
+        except ValidationError as error:
+            found = error.errors()
+            failed = [_error_path(item) for item in found]
+            partial = _without_failed(handler, data, failed)
+            problems = [] if partial is None else partial._problems(failed)
+            if not problems:
+                raise
+            raise _validation_error(cls.__name__, data, found, problems) from None
+        problems = section._problems([])
+        if problems:
+            raise _validation_error(cls.__name__, data, [], problems)
+        return section
+
+    def _problems(self, failed: Sequence[Location]) -> list[Problem]:
+        """What the checks across fields find, leaving out those that need a failed field."""
+        problems: list[Problem] = []
+        for klass in reversed(type(self).__mro__):
+            for check in vars(klass).values():
+                needs = getattr(check, _NEEDS, None)
+                if needs is None or any(_overlap(need, path) for need in needs for path in failed):
+                    continue
+                problems.extend(check(self))
+        return problems
+
+
+def _error_path(item: ErrorDetails) -> Location:
+    """Where an error is: its location, and below it the field a check of a whole model named
+    (`records.invalid(..., field=...)`)."""
+    field = (item.get("ctx") or {}).get("field")
+    return item["loc"] + (tuple(str(field).split(".")) if field else ())
+
+
+def _overlap(need: tuple[str, ...], path: Location) -> bool:
+    """Whether the field at `need` lies inside the one at `path`, or holds it."""
+    parts = tuple(str(part) for part in path)
+    return parts[: len(need)] == need or need[: len(parts)] == parts
+
+
+def _without_failed(
+    handler: ModelWrapValidatorHandler[Section], data: Any, failed: Sequence[Location]
+) -> Section | None:
+    """The section validated again with each failed value left out (so its default stands in:
+    no check that needs a failed field runs), or None where that cannot be done. A failed value
+    inside a list takes the whole list out, as its neighbours' positions must not shift."""
+    if not isinstance(data, dict) or not all(failed):
+        return None
+    pruned = copy.deepcopy(data)
+    for path in failed:
+        parent: dict[Any, Any] | None = None
+        key: Any = None
+        node: Any = pruned
+        for part in path:
+            if not isinstance(node, dict) or part not in node:
+                break
+            parent, key, node = node, part, node[part]
+        if parent is not None:
+            del parent[key]
+    token = _revalidating.set(True)
+    try:
+        return handler(pruned)
+    except ValidationError:
+        return None
+    finally:
+        _revalidating.reset(token)
+
+
+def _validation_error(
+    title: str, data: Any, found: Sequence[ErrorDetails], problems: Sequence[Problem]
+) -> ValidationError:
+    """One error holding the errors `found` and the `problems` of the checks across fields."""
+    details = [_init_details(item) for item in found]
+    for field, reason in problems:
+        location = tuple(int(p) if p.isdigit() else p for p in field.split(".")) if field else ()
+        details.append(
+            {
+                "type": PydanticCustomError("invalid", "{reason}", {"reason": reason}),
+                "loc": location,
+                "input": data,
+            }
+        )
+    return ValidationError.from_exception_data(title, details)
+
+
+def _init_details(item: ErrorDetails) -> InitErrorDetails:
+    """An error as found, in the form that raises it again."""
+    context = item.get("ctx")
+    kind = item["type"]
+    if kind in _ERROR_TYPES:
+        known: InitErrorDetails = {"type": kind, "loc": item["loc"], "input": item["input"]}
+        if context is not None:
+            known["ctx"] = context
+        return known
+    # A custom error (`records.invalid` and the like): its message stands as it was written.
+    template, values = (
+        ("{reason}", context)
+        if context is not None and "reason" in context
+        else ("{message}", {**(context or {}), "message": item["msg"]})
+    )
+    return {
+        "type": PydanticCustomError(kind, template, values),
+        "loc": item["loc"],
+        "input": item["input"],
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -277,34 +429,31 @@ class EvaluationSettings(Section):
     pass_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
     judges: list[JudgeSpec] = Field(default_factory=list)
 
-    @model_validator(mode="after")
-    def _weights_known_and_positive(self) -> EvaluationSettings:
+    @cross_field_check("weights")
+    def _weights_known_and_positive(self) -> Iterator[Problem]:
         known = {"format", "tool", "task", "minimal", "cost", "safety"}
+        valid = True
         for name, weight in self.weights.items():
             if name not in known:
-                raise invalid(
-                    f"unknown rubric weight {name!r}; known: {', '.join(sorted(known))}",
-                    field=f"weights.{name}",
-                )
-            if not 0 <= weight <= MAX_RUBRIC_WEIGHT:
-                raise invalid(
-                    f"must be between 0 and {MAX_RUBRIC_WEIGHT:g}, got {weight}",
-                    field=f"weights.{name}",
-                )
-        if sum(self.weights.values()) <= 0:
-            raise invalid("rubric weights must not all be zero", field="weights")
-        return self
+                valid = False
+                reason = f"unknown rubric weight {name!r}; known: {', '.join(sorted(known))}"
+                yield f"weights.{name}", reason
+            elif not 0 <= weight <= MAX_RUBRIC_WEIGHT:
+                valid = False
+                reason = f"must be between 0 and {MAX_RUBRIC_WEIGHT:g}, got {weight}"
+                yield f"weights.{name}", reason
+        if valid and sum(self.weights.values()) <= 0:
+            yield "weights", "rubric weights must not all be zero"
 
-    @model_validator(mode="after")
-    def _gates_apply_to_their_task_type(self) -> EvaluationSettings:
+    @cross_field_check("gates")
+    def _gates_apply_to_their_task_type(self) -> Iterator[Problem]:
         from agent_agency.caws.gates import GATES
 
         for task_type, specs in self.gates.items():
             for index, spec in enumerate(specs):
                 reason = GATES[spec.name].never_applies_to(task_type)
                 if reason is not None:
-                    raise invalid(reason, field=f"gates.{task_type}.{index}.name")
-        return self
+                    yield f"gates.{task_type}.{index}.name", reason
 
 
 def check_database_url(url: str) -> str:
@@ -412,14 +561,11 @@ class PoolSettings(Section):
         ),
     )
 
-    @model_validator(mode="after")
-    def _tiers_ordered(self) -> PoolSettings:
+    @cross_field_check("hot_days", "warm_days", "cold_days")
+    def _tiers_ordered(self) -> Iterator[Problem]:
         if not self.hot_days < self.warm_days < self.cold_days:
-            raise invalid(
-                "tiers must satisfy hot_days < warm_days < cold_days, got "
-                f"{self.hot_days}, {self.warm_days}, {self.cold_days}"
-            )
-        return self
+            tiers = f"{self.hot_days}, {self.warm_days}, {self.cold_days}"
+            yield "", f"tiers must satisfy hot_days < warm_days < cold_days, got {tiers}"
 
 
 class AgencyConfig(Section):
@@ -445,42 +591,61 @@ class AgencyConfig(Section):
             for entry in value
         ]
 
-    @model_validator(mode="after")
-    def _agent_names_unique(self) -> AgencyConfig:
+    @cross_field_check("agents")
+    def _agents_distinct(self) -> Iterator[Problem]:
         if not self.agents:
-            raise invalid("at least one agent is required", field="agents")
+            yield "agents", "at least one agent is required"
         seen: dict[str, int] = {}
         for index, agent in enumerate(self.agents):
             if agent.key in seen:
-                raise invalid(
-                    f"agent {agent.key!r} is defined twice (first as agents.{seen[agent.key]})",
-                    field=f"agents.{index}",
+                first = f"agents.{seen[agent.key]}"
+                yield f"agents.{index}", f"agent {agent.key!r} is defined twice (first as {first})"
+            else:
+                seen[agent.key] = index
+        yield from self._parents_form_no_cycle()
+
+    @cross_field_check("agents")
+    def _remote_agents_name_their_server(self) -> Iterator[Problem]:
+        """An `openai_compat` agent without `base_url` calls the server $OPENAI_BASE_URL names,
+        read when the command runs; with neither, it would call the `openai` client's default
+        (OpenAI's API), seldom the server meant, so one of them must be set."""
+        if os.environ.get(BASE_URL_ENV):
+            return
+        for index, agent in enumerate(self.agents):
+            if agent.backend == "openai_compat" and not agent.base_url:
+                reason = (
+                    "backend openai_compat needs its server's URL: set base_url (e.g. "
+                    "http://127.0.0.1:8000/v1, or https://api.openai.com/v1 for OpenAI) or the "
+                    f"environment variable {BASE_URL_ENV}, which agents without base_url use; "
+                    "neither is set"
                 )
-            seen[agent.key] = index
-        self._parents_form_no_cycle()
-        references = [(f"run.agents.{i}", name) for i, name in enumerate(self.run.agents)]
-        references += [
-            (f"evaluation.judges.{i}.agent", judge.agent)
-            for i, judge in enumerate(self.evaluation.judges)
-        ]
-        for field_path, name in references:
-            if not any(name in (spec.name, spec.key) for spec in self.agents):
-                raise invalid(
-                    f"unknown agent {name!r}; configured agents: "
-                    + ", ".join(spec.key for spec in self.agents),
-                    field=field_path,
-                )
+                yield f"agents.{index}.base_url", reason
+
+    @cross_field_check("agents", "run.agents")
+    def _run_agents_known(self) -> Iterator[Problem]:
         chosen: set[str] = set()
         for index, name in enumerate(self.run.agents):
-            key = self.agent(name).key
+            try:
+                key = self.agent(name).key
+            except KeyError as error:  # it says which agents are configured
+                yield f"run.agents.{index}", error.args[0]
+                continue
             if key in chosen:
-                raise invalid(f"{name!r} names {key} a second time", field=f"run.agents.{index}")
+                yield f"run.agents.{index}", f"{name!r} names {key} a second time"
             chosen.add(key)
-        return self
 
-    def _parents_form_no_cycle(self) -> None:
+    @cross_field_check("agents", "evaluation.judges")
+    def _judges_agents_known(self) -> Iterator[Problem]:
+        for index, judge in enumerate(self.evaluation.judges):
+            try:
+                self.agent(judge.agent)
+            except KeyError as error:
+                yield f"evaluation.judges.{index}.agent", error.args[0]
+
+    def _parents_form_no_cycle(self) -> Iterator[Problem]:
         """Each parent names a configured agent (`name@version`, or `name` for its first
-        configured version) and no agent descends from itself."""
+        configured version) and no agent descends from itself (each cycle reported once, at
+        its first agent)."""
         keys = {spec.key: index for index, spec in enumerate(self.agents)}
         parent_of: dict[str, str] = {}
         for index, spec in enumerate(self.agents):
@@ -489,18 +654,22 @@ class AgencyConfig(Section):
             try:
                 parent_of[spec.key] = self.agent(spec.parent).key
             except KeyError as error:  # it says which agents are configured
-                raise invalid(error.args[0], field=f"agents.{index}.parent") from None
+                yield f"agents.{index}.parent", error.args[0]
+        in_a_reported_cycle: set[str] = set()
         for start in parent_of:
-            seen: set[str] = {start}
-            key: str | None = parent_of[start]
-            while key is not None:
-                if key in seen:
-                    raise invalid(
-                        f"{start} descends from itself (parent chain returns to {key})",
-                        field=f"agents.{keys[start]}.parent",
-                    )
-                seen.add(key)
+            if start in in_a_reported_cycle:
+                continue
+            chain = [start]
+            key = parent_of.get(start)
+            while key is not None and key not in chain:
+                chain.append(key)
                 key = parent_of.get(key)
+            if key == start:
+                in_a_reported_cycle.update(chain)
+                reason = (
+                    f"{start} descends from itself (parent chain {' → '.join([*chain, start])})"
+                )
+                yield f"agents.{keys[start]}.parent", reason
 
     def team(self) -> list[AgentSpec]:
         """The agents a run uses: `run.agents` if given, else every configured agent."""

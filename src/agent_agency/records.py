@@ -203,6 +203,10 @@ BackendKind = Literal["local", "openai_compat", "scripted"]
 EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
 
 
+# Where an `openai_compat` agent without `base_url` finds its server's URL (read when it runs).
+BASE_URL_ENV = "OPENAI_BASE_URL"
+
+
 class AgentSpec(Record):
     """An agent: a backend, a model, and how it is prompted and decoded."""
 
@@ -215,7 +219,10 @@ class AgentSpec(Record):
         default="SmolLM2-135M-Instruct",
         description="local: the embedded model or a .gguf path; openai_compat: the served name",
     )
-    base_url: str | None = None
+    base_url: str | None = Field(
+        default=None,
+        description=f"openai_compat: the server's URL; without it, ${BASE_URL_ENV} when it runs",
+    )
     api_key_env: str = "OPENAI_API_KEY"
     system_prompt: str = "You are a helpful assistant. Answer concisely."
     few_shot: list[Message] = Field(default_factory=list)

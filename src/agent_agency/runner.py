@@ -21,7 +21,7 @@ from agent_agency.arbiter.features import check_task_features
 from agent_agency.arbiter.router import ArmAggregate, Router
 from agent_agency.caws.audit import AuditLog
 from agent_agency.caws.evaluator import Evaluator
-from agent_agency.caws.judges import Judge
+from agent_agency.caws.judges import FailingJudge, Judge, failing_judges
 from agent_agency.config import AgencyConfig
 from agent_agency.pool.store import AgentTaskSummary, Store
 from agent_agency.records import AgentSpec, Task, utcnow
@@ -120,6 +120,9 @@ class RunReport:
     audit_head: str  # the audit trail's head after the run: `agency audit verify --expect-head`
     fallbacks: list[tuple[str, int]] = field(default_factory=list)  # `_fallbacks`
     summary_error: str | None = None  # why summary_json could not be written
+    # judges that failed to grade most of their verdicts; errors cut as failure reasons are
+    failing_judges: list[FailingJudge] = field(default_factory=list)
+    write_error: str | None = None  # why records were spilled rather than stored (`spilled`)
 
     @property
     def no_agent_answered(self) -> bool:
@@ -209,6 +212,7 @@ async def execute_run(
             batch_size=config.storage.batch_size,
             flush_interval_s=config.storage.flush_interval_s,
             audit=audit,
+            database=config.storage.url,
         )
         with tracker:
             arbiter = build_arbiter(config, prepared.tasks, store, tracker)
@@ -231,10 +235,15 @@ async def execute_run(
         summary=summary,
         summary_json=Path(config.run.summary_json),
         spilled=tracker.spilled,
+        write_error=tracker.last_write_error if tracker.spilled else None,
         failure_reasons=_failure_reasons(outcomes),
         fallbacks=_fallbacks(outcomes),
         unanswered=sum(not outcome.evaluations for outcome in outcomes),
         audit_head=audit_head,
+        failing_judges=[
+            judge.model_copy(update={"most_common_error": shorten_reason(judge.most_common_error)})
+            for judge in failing_judges(e for outcome in outcomes for e in outcome.evaluations)
+        ],
     )
     try:
         write_summary_json(report, config, started_at.isoformat(), prepared.simulated)
@@ -244,6 +253,15 @@ async def execute_run(
 
 
 REASON_CHARS = 160  # a failure reason as the run's report shows it, at most
+
+
+def failing_judge_warning(judge: FailingJudge) -> str:
+    """The run summary's line about a judge that failed to grade most of its verdicts."""
+    return (
+        f"judge {judge.judge!r} failed to grade {judge.failed} of its {judge.verdicts} "
+        f"verdicts, so those answers were graded without it; most common error "
+        f"({judge.most_common_error_count}×): {judge.most_common_error}"
+    )
 
 
 def shorten_reason(reason: str | None, limit: int = REASON_CHARS) -> str:
@@ -296,6 +314,7 @@ def write_summary_json(
         "simulated": simulated,
         "failure_reasons": [{"reason": reason, "tasks": n} for reason, n in report.failure_reasons],
         "fallbacks": [{"reason": reason, "attempts": n} for reason, n in report.fallbacks],
+        "failing_judges": [judge.model_dump(mode="json") for judge in report.failing_judges],
         "summary": [row.model_dump(mode="json") for row in report.summary],
         "audit_head": report.audit_head,
     }

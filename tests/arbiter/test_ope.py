@@ -112,6 +112,8 @@ def test_no_interval_when_one_weight_dominates(propensities: tuple[float, ...]) 
     for estimate in (result.ips, result.snips, result.doubly_robust):
         assert (estimate.ci_low, estimate.ci_high) == (0.0, 1.0), "the whole reward range"
         assert estimate.caveat is not None and "effective sample size below 2" in estimate.caveat
+        assert not estimate.has_interval
+    assert result.logged.has_interval == (len(propensities) >= 2)  # a mean of one has none
 
 
 def test_dr_corrects_the_reward_model_with_weighted_residuals() -> None:

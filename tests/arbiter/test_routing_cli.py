@@ -261,3 +261,60 @@ def test_the_readme_documents_the_reward_routing_evaluate_estimates() -> None:
     assert "That is not the pool's reward" in row
     # the formula as documented is the one the estimates use
     assert reward(True, 0.2, 0.25) == pytest.approx(0.75 * 1.0 + 0.25 * 0.2)
+
+
+def test_an_effective_sample_size_never_shows_as_a_threshold_it_is_below() -> None:
+    from agent_agency.arbiter.routing_cli import effective_sample_size_text
+
+    assert effective_sample_size_text(1.96) == "1.9"  # below 2: no interval
+    assert effective_sample_size_text(99.97) == "99.9"  # below 100: the intervals under-cover
+    assert effective_sample_size_text(2.0) == "2.0"
+    assert effective_sample_size_text(0.3) == "0.3"
+    assert effective_sample_size_text(123.45) == "123.4"
+
+
+def test_an_estimate_one_decision_carries_shows_no_interval_and_a_consistent_size(
+    tmp_path: Path,
+) -> None:
+    """Two logged choices of a@1, with propensities 0.6 and 0.8, are the only ones the fallback
+    strategy (always a@1) would have made: weights 1/0.6 and 1/0.8, effective sample size
+    (1/0.6 + 1/0.8)² / (1/0.6² + 1/0.8²) = 1.96."""
+    router = Router(settings(RoutingStrategy.FALLBACK), agents("b", "a"))
+    decisions, executions, evaluations = [], [], []
+    for i, propensity in enumerate((0.6, 0.8, None, None, None, None)):
+        if propensity is None:
+            decision = router.decide(task(task_id=f"t{i}"))  # b@1, first in fallback order
+        else:
+            decision = router.decide(task(task_id=f"t{i}"), exclude={"b@1"})
+            decision = decision.model_copy(update={"propensity": propensity})
+        execution, evaluation = _graded(decision.id, decision.selected_agent, f"t{i}", True)
+        decisions.append(decision)
+        executions.append(execution)
+        evaluations.append(evaluation)
+    url = f"sqlite:///{tmp_path / 'pool.db'}"
+    with Store.open(url) as store:
+        store.write_records(decisions=decisions, executions=executions, evaluations=evaluations)
+    args = ["evaluate", "--policy", "fallback", "--db", url, "--config", str(_config(tmp_path))]
+    result = CliRunner().invoke(routing_app, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "effective sample size 1.9" in result.output.splitlines()
+    assert "2.0" not in result.output
+    no_interval = "— one decision carries the estimate (effective sample size below 2): no interval"
+    assert result.output.count(no_interval) == 3, result.output  # IPS, SNIPS and DR
+    assert "[0.000, 1.000]" not in result.output
+
+
+def test_the_small_sample_warning_says_what_its_percentages_measure(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'pool.db'}"
+    _fill_pool(url)
+    args = ["evaluate", "--policy", "ucb1", "--db", url, "--config", str(_config(tmp_path))]
+    result = CliRunner().invoke(routing_app, args, env={"COLUMNS": "500"})
+    assert result.exit_code == 0, result.output
+    warning = next(line for line in result.output.splitlines() if line.startswith("warning:"))
+    assert warning.startswith("warning: 62 decisions, effective sample size ")
+    assert warning.endswith(
+        "(below 100): the 95% intervals are approximate and too narrow. In simulations, the IPS, "
+        "SNIPS and DR intervals contained the true mean reward of the policy they estimate (here "
+        "'ucb1') less often than 95% of the time; the share of simulated logs in which they did, "
+        "by effective sample size: 63-82% near 10, 85-93% near 40 and 93-96% from 80 up"
+    )

@@ -303,3 +303,39 @@ def test_judge_agreement_counts_only_verdicts_where_a_grader_ran() -> None:
     assert (by_name["tone"].compared, by_name["tone"].agreements) == (3, 2)
     assert by_name["tone"].agreement_rate == 2 / 3
     assert by_name["style"].agreement_rate is None
+
+
+def test_judges_that_failed_most_of_their_verdicts_are_named_with_their_commonest_error() -> None:
+    from agent_agency.caws.judges import failing_judges
+    from agent_agency.records import Evaluation
+
+    async def verdicts(judge: Judge, times: int) -> list[JudgeVerdict]:
+        return [await judge.judge(TASK, "Dear team, …") for _ in range(times)]
+
+    replies: list[str | Exception] = ["Looks fine.", "Rather formal, I would say.", '{"score": 1}']
+    tone = Judge("tone", ReplayBackend(replies), "formal?", max_retries=0)
+    style = Judge("style", ReplayBackend([BackendError("refused"), "score: 7/10"]), "clear?")
+    graded = asyncio.run(verdicts(tone, 3)) + asyncio.run(verdicts(style, 2))
+    evaluations = [
+        Evaluation(
+            task_id="t",
+            task_type="text-transformation",
+            execution_id="e",
+            agent="a@1",
+            overall_score=0.5,
+            passed_all_mandatory=True,
+            caws_compliant=True,
+            judges=[verdict],
+        )
+        for verdict in graded
+    ]
+    (tone_failing,) = failing_judges(evaluations)  # style failed 1 of 2: not most of them
+    assert tone_failing.model_dump() == {
+        "judge": "tone",
+        "verdicts": 3,
+        "failed": 2,
+        # the two replies differ; the error, told apart without them, is the same
+        "most_common_error": "unreadable reply after 1 attempt(s): no JSON object with a "
+        "'score' field found",
+        "most_common_error_count": 2,
+    }

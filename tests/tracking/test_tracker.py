@@ -1,4 +1,5 @@
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,29 @@ def test_unwritable_store_spills_records_to_a_file(store: Store, tmp_path: Path)
     assert lines[0]["record"]["task_id"] == "t1"
     assert lines[0]["pending"] == ["records", "audit"]
     assert lines[1]["pending"] == ["records"]
+
+
+def test_a_database_another_process_keeps_locked_is_named_in_write_errors(
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    hold_sqlite_lock: Callable[[Path], None],
+) -> None:
+    url = f"sqlite:///{tmp_path / 'track.db'}"
+    store = Store.open(url)
+    hold_sqlite_lock(tmp_path / "track.db")
+    tracker = Tracker(store, flush_interval_s=0.05, retries=2, spill_dir=tmp_path, database=url)
+    tracker.record(decision(1))
+    tracker.close()
+    store.close()
+    assert len(tracker.spilled) == 1
+    reason = (
+        f"the database {tmp_path / 'track.db'} is locked by another process (another `agency` "
+        "command, or a program holding a write transaction on it, kept it locked for longer "
+        "than SQLite waits); try again once that process has finished"
+    )
+    assert tracker.last_write_error == reason
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == [f"tracker write failed (attempt {n}): {reason}" for n in (1, 2)]
 
 
 def test_rejects_bad_settings(store: Store) -> None:

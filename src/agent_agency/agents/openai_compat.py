@@ -23,9 +23,8 @@ from agent_agency.agents.tool_protocol import (
     parse_tool_calls,
     render_tool_instructions,
 )
-from agent_agency.records import AgentSpec, Completion, Message, ToolCall, ToolSpec
+from agent_agency.records import BASE_URL_ENV, AgentSpec, Completion, Message, ToolCall, ToolSpec
 
-BASE_URL_ENV = "OPENAI_BASE_URL"
 LOOPBACK_PLACEHOLDER_KEY = "local-no-key"
 
 

@@ -55,6 +55,9 @@ from agent_agency.records import AgentSpec, RoutingDecision, RoutingStrategy
 Z_95 = 1.959963984540054
 MIN_EFFECTIVE_SAMPLE_SIZE = 2.0  # below it one decision carries the estimate
 RELIABLE_EFFECTIVE_SAMPLE_SIZE = 100.0  # below it the normal intervals under-cover (docstring)
+# How often 95% intervals held the true value in simulations (module docstring), by the
+# effective sample size they were measured near.
+SIMULATED_COVERAGE = (("near 10", "63-82%"), ("near 40", "85-93%"), ("from 80 up", "93-96%"))
 REWARD_RANGE = (0.0, 1.0)
 LEARNING_STRATEGIES = frozenset(
     {
@@ -111,6 +114,11 @@ class Estimate(BaseModel):
     ci_high: float
     n: int
     caveat: str | None = Field(default=None, description="why the estimate is weaker than it looks")
+    has_interval: bool = Field(
+        default=True,
+        description="False when the log supports no interval: ci_low..ci_high is then the whole "
+        "reward range, which holds the true value whatever it is",
+    )
 
 
 class PolicyEvaluation(BaseModel):
@@ -144,13 +152,20 @@ def _estimate(
         ci_high=_clip(value + half_width),
         n=n,
         caveat=caveat,
+        has_interval=math.isfinite(half_width),
     )
 
 
 def _unsupported(name: str, n: int) -> Estimate:
     low, high = REWARD_RANGE
     return Estimate(
-        estimator=name, value=math.nan, ci_low=low, ci_high=high, n=n, caveat=NO_OVERLAP
+        estimator=name,
+        value=math.nan,
+        ci_low=low,
+        ci_high=high,
+        n=n,
+        caveat=NO_OVERLAP,
+        has_interval=False,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from decimal import ROUND_FLOOR, Decimal
 from typing import Annotated
 
 import typer
@@ -15,6 +16,7 @@ from sqlalchemy.engine import Engine
 
 from agent_agency.arbiter.ope import (
     RELIABLE_EFFECTIVE_SAMPLE_SIZE,
+    SIMULATED_COVERAGE,
     Estimate,
     LoggedOutcome,
     PolicyEvaluation,
@@ -113,26 +115,37 @@ def _value(estimate: Estimate) -> str:
     return "—" if math.isnan(estimate.value) else f"{estimate.value:.3f}"
 
 
-def _interval(estimate: Estimate) -> str:
-    interval = f"[{estimate.ci_low:.3f}, {estimate.ci_high:.3f}]"
-    if estimate.caveat is None:
-        return interval
-    if math.isnan(estimate.value):
+def interval_text(estimate: Estimate) -> str:
+    """The 95% interval as the table shows it: '—' and the reason where the log supports none
+    (the whole reward range it then spans says nothing)."""
+    if math.isnan(estimate.value) and estimate.caveat is not None:
         return estimate.caveat
-    return f"{interval} {estimate.caveat}"
+    interval = f"[{estimate.ci_low:.3f}, {estimate.ci_high:.3f}]" if estimate.has_interval else "—"
+    return interval if estimate.caveat is None else f"{interval} {estimate.caveat}"
+
+
+def effective_sample_size_text(size: float) -> str:
+    """One decimal, rounded down, so that a size below a threshold the output names (2, 100)
+    never shows as that threshold: 1.96 is '1.9', not '2.0'."""
+    return str(Decimal(repr(size)).quantize(Decimal("0.1"), rounding=ROUND_FLOOR))
 
 
 def _decisions(number: int) -> str:
     return f"{number} decision" if number == 1 else f"{number} decisions"
 
 
-def _warnings(result: PolicyEvaluation, n: int) -> list[str]:
+def evaluation_warnings(result: PolicyEvaluation, n: int) -> list[str]:
+    """A warning when the log is too small for the 95% intervals to hold 95% of the time."""
     ess = result.effective_sample_size
     if n < RELIABLE_EFFECTIVE_SAMPLE_SIZE or 0 < ess < RELIABLE_EFFECTIVE_SAMPLE_SIZE:
+        *most, last = [f"{share} {size}" for size, share in SIMULATED_COVERAGE]
         return [
-            f"{_decisions(n)}, effective sample size {ess:.1f}: below "
-            f"{RELIABLE_EFFECTIVE_SAMPLE_SIZE:.0f} the 95% intervals are approximate and hold "
-            "the true value less often than 95% (in simulations 63-82% of the time near 10)"
+            f"{_decisions(n)}, effective sample size {effective_sample_size_text(ess)} (below "
+            f"{RELIABLE_EFFECTIVE_SAMPLE_SIZE:.0f}): the 95% intervals are approximate and too "
+            "narrow. In simulations, the IPS, SNIPS and DR intervals contained the true mean "
+            f"reward of the policy they estimate (here '{result.policy}') less often than 95% "
+            f"of the time; the share of simulated logs in which they did, by effective sample "
+            f"size: {', '.join(most)} and {last}"
         ]
     return []
 
@@ -190,9 +203,9 @@ def evaluate(
         ("doubly robust", result.doubly_robust),
     ]
     for label, estimate in rows:
-        table.add_row(label, _value(estimate), _interval(estimate))
+        table.add_row(label, _value(estimate), interval_text(estimate))
     console.print(table)
-    notes = [f"effective sample size {result.effective_sample_size:.1f}"]
+    notes = [f"effective sample size {effective_sample_size_text(result.effective_sample_size)}"]
     notes += [f"{_decisions(n)} left out: {reason}" for reason, n in sorted(read.left_out.items())]
     agents = Counter(log.decision.selected_agent for log in logs)
     console.print(
@@ -204,5 +217,5 @@ def evaluate(
     estimand = _estimand(target, len(logs))
     if estimand is not None:
         console.print(f"note: {estimand}", soft_wrap=True, highlight=False)
-    for warning in _warnings(result, len(logs)):
+    for warning in evaluation_warnings(result, len(logs)):
         console.print(f"[yellow]warning:[/yellow] {warning}", soft_wrap=True, highlight=False)

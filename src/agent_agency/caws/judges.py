@@ -15,10 +15,11 @@ from __future__ import annotations
 import asyncio
 import re
 import secrets
+from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable
 from contextlib import nullcontext
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from agent_agency.agents.base import Backend, BackendError
 from agent_agency.records import Evaluation, JudgeVerdict, Message, Task
@@ -40,6 +41,7 @@ CORRECTION = (
 )
 AGREEMENT_THRESHOLD = 0.5
 REPLY_EXCERPT_CHARS = 200
+LAST_REPLY = "; last reply: "  # what an unreadable reply's error quotes of it follows
 
 # A scale a reply names for its score: "out of 10", "7/10" (over 5, 10 or 100 only: not a date),
 # "a 1-5 scale", "a scale of 1 to 5", "a 5-point scale".
@@ -254,8 +256,8 @@ class Judge:
         return JudgeVerdict(
             judge=self.name,
             error=(
-                f"unreadable reply after {self.max_retries + 1} attempt(s): {problem}; "
-                f"last reply: {_excerpt(reply)!r}"
+                f"unreadable reply after {self.max_retries + 1} attempt(s): {problem}"
+                f"{LAST_REPLY}{_excerpt(reply)!r}"
             ),
         )
 
@@ -291,3 +293,41 @@ def judge_agreement(evaluations: Iterable[Evaluation]) -> list[JudgeAgreement]:
         )
         for judge, (n, errors, compared, agreements) in sorted(tallies.items())
     ]
+
+
+class FailingJudge(BaseModel):
+    """A judge that failed to grade most of its verdicts (more than half), or all of them."""
+
+    judge: str
+    verdicts: int
+    failed: int
+    most_common_error: str = Field(description="without the reply an unreadable one quoted")
+    most_common_error_count: int
+
+
+def failing_judges(evaluations: Iterable[Evaluation]) -> list[FailingJudge]:
+    """The judges that failed to grade more than half of their verdicts in `evaluations`, each
+    with its most common error. Errors are told apart without the excerpt of the reply that an
+    unreadable one quotes (each reply differs)."""
+    verdicts: Counter[str] = Counter()
+    errors: dict[str, Counter[str]] = defaultdict(Counter)
+    for evaluation in evaluations:
+        for verdict in evaluation.judges:
+            verdicts[verdict.judge] += 1
+            if verdict.error is not None:
+                errors[verdict.judge][verdict.error.split(LAST_REPLY, 1)[0]] += 1
+    failing = []
+    for judge, n in sorted(verdicts.items()):
+        failed = sum(errors[judge].values())
+        if 2 * failed > n:
+            error, count = errors[judge].most_common(1)[0]
+            failing.append(
+                FailingJudge(
+                    judge=judge,
+                    verdicts=n,
+                    failed=failed,
+                    most_common_error=error,
+                    most_common_error_count=count,
+                )
+            )
+    return failing

@@ -12,6 +12,9 @@ from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import URL, make_url
 
 WAL_AUTOCHECKPOINT_PAGES = 10_000
+# How long a SQLite connection waits for another process's lock before it fails ("database is
+# locked", which `db_errors` turns into a message naming the file).
+SQLITE_LOCK_TIMEOUT_S = 30
 
 
 class RawJson(str):
@@ -33,7 +36,9 @@ def make_engine(url: str) -> Engine:
     database_file = _sqlite_file(parsed)
     if database_file is not None:
         _create_private(database_file)
-    engine = create_engine(parsed, connect_args={"timeout": 30}, json_serializer=serialize_json)
+    engine = create_engine(
+        parsed, connect_args={"timeout": SQLITE_LOCK_TIMEOUT_S}, json_serializer=serialize_json
+    )
 
     @event.listens_for(engine, "connect")
     def _tune_sqlite(dbapi_connection: Any, _record: Any) -> None:

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from agent_agency.db_errors import database_error_reason
 from agent_agency.jsonl import read_lines
 from agent_agency.records import DataPoint, Evaluation, Execution, Record, RoutingDecision, Span
 
@@ -139,7 +140,9 @@ class Tracker:
         retries: int = 3,
         spill_dir: Path | str = ".",
         audit: AuditSink | None = None,
+        database: str | None = None,
     ) -> None:
+        """`database`: the URL of the sink's database, which its write errors name."""
         if batch_size <= 0:
             raise ValueError(f"batch_size must be > 0, got {batch_size}")
         if flush_interval_s <= 0:
@@ -154,7 +157,9 @@ class Tracker:
         self._closed = False
         self.written = 0
         self.fatal_error: BaseException | None = None
+        self._database = database
         self.spilled: list[Path] = []
+        self.last_write_error: str | None = None  # why the latest failed write failed, one line
         self.ingest_reports: list[Any] = []
         self._thread = threading.Thread(target=self._drain, name="agency-tracker", daemon=True)
         self._thread.start()
@@ -246,7 +251,8 @@ class Tracker:
                 self.written += len(batch)
                 return
             except Exception as error:  # the writer must survive any sink failure
-                log.warning("tracker write failed (attempt %d): %s", attempt, error)
+                self.last_write_error = database_error_reason(error, self._database)
+                log.warning("tracker write failed (attempt %d): %s", attempt, self.last_write_error)
                 time.sleep(0.05 * attempt)
         self._spill(batch)
 
