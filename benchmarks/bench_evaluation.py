@@ -126,9 +126,10 @@ Every built-in task evaluated with its default gates, once with the reference an
 a wrong one (agent time excluded: answers are given). Non-code: {len(non_code)} evaluations of
 {len(text_tasks)} tasks (task grader, banned phrases, format, safety with PII scan, budget).
 Code: {len(code)} evaluations of {len(code_tasks)} code-editing / code-generation tasks (unit tests
-in the sandbox: new network, mount and PID namespaces, a 64 MB tmpfs work directory, rlimits,
-a memory cgroup per run, throw-away uid, the tests in a supervisor process calling the answer's
-process through a pipe; ruff in a subprocess; minimal-diff; safety AST scan).
+in the sandbox: new network, IPC, UTS, mount and PID namespaces, a 64 MB tmpfs work directory,
+rlimits, a memory cgroup per run, no_new_privs, a throw-away uid for the answer and another for
+the tests, run in a supervisor process calling the answer's process through a pipe; ruff in a
+subprocess; minimal-diff; safety AST scan).
 
 | metric | p50 | p99 | target |
 | --- | --- | --- | --- |
