@@ -615,6 +615,32 @@ def test_missing_api_key_is_a_clear_error(workdir: Path, monkeypatch: pytest.Mon
     assert "Traceback" not in result.output
 
 
+@pytest.mark.parametrize("environment", [None, "  ", "notaurl"])
+def test_a_remote_agent_without_its_server_s_url_is_a_clear_error_when_it_runs(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch, environment: str | None
+) -> None:
+    if environment is None:
+        monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    else:
+        monkeypatch.setenv("OPENAI_BASE_URL", environment)
+    (workdir / "agency.yaml").write_text(
+        "agents:\n  - name: sim\n    backend: scripted\n"
+        "  - name: big\n    backend: openai_compat\n    model: m\n"
+    )
+    assert runner.invoke(app, ["config", "show"]).exit_code == 0
+    assert runner.invoke(app, ["run", "--tasks", "1", "--agent", "sim"]).exit_code == 0
+    result = runner.invoke(app, ["run", "--tasks", "1"])
+    assert result.exit_code == 2, result.output
+    output = " ".join(result.output.split())
+    if environment is None or not environment.strip():
+        assert "agent 'big@1': base_url is not set, and neither is the environment variable " in (
+            output
+        )
+    else:
+        assert "agent 'big@1': OPENAI_BASE_URL: 'notaurl' is not an http(s) URL" in output
+    assert "Traceback" not in result.output
+
+
 @pytest.mark.parametrize("command", [["pool", "stats"], ["audit", "verify"]])
 def test_an_unknown_database_kind_is_named_without_a_traceback(
     workdir: Path, command: list[str]

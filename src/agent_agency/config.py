@@ -31,7 +31,6 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from agent_agency.records import (
-    BASE_URL_ENV,
     AgentSpec,
     Message,
     RoutingStrategy,
@@ -603,23 +602,6 @@ class AgencyConfig(Section):
             else:
                 seen[agent.key] = index
         yield from self._parents_form_no_cycle()
-
-    @cross_field_check("agents")
-    def _remote_agents_name_their_server(self) -> Iterator[Problem]:
-        """An `openai_compat` agent without `base_url` calls the server $OPENAI_BASE_URL names,
-        read when the command runs; with neither, it would call the `openai` client's default
-        (OpenAI's API), seldom the server meant, so one of them must be set."""
-        if os.environ.get(BASE_URL_ENV):
-            return
-        for index, agent in enumerate(self.agents):
-            if agent.backend == "openai_compat" and not agent.base_url:
-                reason = (
-                    "backend openai_compat needs its server's URL: set base_url (e.g. "
-                    "http://127.0.0.1:8000/v1, or https://api.openai.com/v1 for OpenAI) or the "
-                    f"environment variable {BASE_URL_ENV}, which agents without base_url use; "
-                    "neither is set"
-                )
-                yield f"agents.{index}.base_url", reason
 
     @cross_field_check("agents", "run.agents")
     def _run_agents_known(self) -> Iterator[Problem]:

@@ -207,6 +207,23 @@ EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
 BASE_URL_ENV = "OPENAI_BASE_URL"
 
 
+def server_url_problem(url: str) -> str | None:
+    """Why `url` cannot be an OpenAI-compatible server's URL (None when it can): it must be an
+    http(s) URL naming a host."""
+    scheme, separator, rest = url.strip().partition("://")
+    host = rest.split("/", 1)[0]
+    if not separator or scheme.lower() not in ("http", "https") or not host:
+        return f"{url!r} is not an http(s) URL with a host (e.g. http://127.0.0.1:8000/v1)"
+    return None
+
+
+def _server_url(url: str | None) -> str | None:
+    problem = None if url is None else server_url_problem(url)
+    if problem is not None:
+        raise ValueError(problem)
+    return url
+
+
 class AgentSpec(Record):
     """An agent: a backend, a model, and how it is prompted and decoded."""
 
@@ -219,7 +236,7 @@ class AgentSpec(Record):
         default="SmolLM2-135M-Instruct",
         description="local: the embedded model or a .gguf path; openai_compat: the served name",
     )
-    base_url: str | None = Field(
+    base_url: Annotated[str | None, AfterValidator(_server_url)] = Field(
         default=None,
         description=f"openai_compat: the server's URL; without it, ${BASE_URL_ENV} when it runs",
     )

@@ -33,6 +33,7 @@ def test_the_registry_picks_the_backend_named_by_the_spec(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("AGENCY_TEST_KEY", "secret")
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://api.example.com/v1")
     assert isinstance(build_backend(AgentSpec(name="a")), LocalBackend)
     remote = AgentSpec(name="b", backend="openai_compat", api_key_env="AGENCY_TEST_KEY")
     assert isinstance(build_backend(remote), OpenAICompatBackend)

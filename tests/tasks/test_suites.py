@@ -128,12 +128,9 @@ def test_the_readme_s_duplicate_id_examples_are_the_errors_given(tmp_path: Path)
         json.dumps(GOOD) + "\n" + json.dumps(dict(GOOD, id="arithmetic-001")) + "\n"
     )
     builtin = load_builtin(["arithmetic"], split="all")
-    given = []
-    for files in (["a.jsonl", "b.jsonl"], ["b.jsonl"]):
-        with pytest.raises(TaskFileError) as caught:
-            load_suite_files([tmp_path / name for name in files], alongside=builtin)
-        given.append(str(caught.value).replace(f"{tmp_path}/", ""))
-    assert documented == given
+    with pytest.raises(TaskFileError) as caught:
+        load_suite_files([tmp_path / "a.jsonl", tmp_path / "b.jsonl"], alongside=builtin)
+    assert documented == str(caught.value).replace(f"{tmp_path}/", "").splitlines()
 
 
 @pytest.mark.parametrize("text", ["", "\n  \n"])
@@ -266,3 +263,32 @@ def test_a_code_edit_needs_original_code_that_parses(
     with pytest.raises(TaskFileError, match=f"^{re.escape(str(path))}:2: {message}"):
         load_suite_file(path)
     assert [task.id for task in load_suite_file(write_lines(tmp_path, json.dumps(EDIT)))] == ["e-1"]
+
+
+def test_every_problem_of_a_task_file_is_reported_at_once(tmp_path: Path) -> None:
+    lines = [
+        json.dumps(GOOD),
+        json.dumps(dict(GOOD, id="b", colour="red")),
+        json.dumps(GOOD),
+        "{not json",
+        json.dumps(dict(GOOD, id="c")),
+    ]
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TaskFileError) as error:
+        load_suite_file(path)
+    assert str(error.value).splitlines() == [
+        f"{path}:2: colour: unknown field",
+        f"{path}:3: id: duplicate task id 'a-1' (first defined on line 1)",
+        f"{path}:4: malformed JSON: Expecting property name enclosed in double quotes (column 2)",
+    ]
+
+
+def test_a_task_file_s_problems_are_listed_up_to_a_bound(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("[]\n" * 25)
+    with pytest.raises(TaskFileError) as error:
+        load_suite_file(path)
+    reported = str(error.value).splitlines()
+    assert len(reported) == 21 and reported[-1] == "… and 5 more"
+    assert reported[0] == f"{path}:1: expected a JSON object, got list"

@@ -23,7 +23,15 @@ from agent_agency.agents.tool_protocol import (
     parse_tool_calls,
     render_tool_instructions,
 )
-from agent_agency.records import BASE_URL_ENV, AgentSpec, Completion, Message, ToolCall, ToolSpec
+from agent_agency.records import (
+    BASE_URL_ENV,
+    AgentSpec,
+    Completion,
+    Message,
+    ToolCall,
+    ToolSpec,
+    server_url_problem,
+)
 
 LOOPBACK_PLACEHOLDER_KEY = "local-no-key"
 
@@ -36,6 +44,24 @@ def is_loopback(url: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def _base_url(spec: AgentSpec) -> str:
+    """The agent's `base_url`, else $OPENAI_BASE_URL; without either the `openai` client would
+    call OpenAI's API, seldom the server meant, so one of them must name it."""
+    if spec.base_url:
+        return spec.base_url
+    from_environment = os.environ.get(BASE_URL_ENV, "")
+    if not from_environment.strip():
+        raise BackendError(
+            f"agent {spec.key!r}: base_url is not set, and neither is the environment variable "
+            f"{BASE_URL_ENV}; set one to the server's URL (e.g. http://127.0.0.1:8000/v1, or "
+            "https://api.openai.com/v1 for OpenAI)"
+        )
+    problem = server_url_problem(from_environment)
+    if problem is not None:
+        raise BackendError(f"agent {spec.key!r}: {BASE_URL_ENV}: {problem}")
+    return from_environment.strip()
 
 
 def _api_key(spec: AgentSpec, base_url: str | None) -> str:
@@ -113,7 +139,7 @@ class OpenAICompatBackend:
     def __init__(self, spec: AgentSpec) -> None:
         self.spec = spec
         self.name = f"openai_compat:{spec.key}"
-        self.base_url = spec.base_url or os.environ.get(BASE_URL_ENV)
+        self.base_url = _base_url(spec)
         self._client = openai.AsyncOpenAI(
             base_url=self.base_url,
             api_key=_api_key(spec, self.base_url),
@@ -142,7 +168,6 @@ class OpenAICompatBackend:
             request["stop"] = decoding.stop
         if decoding.seed is not None:
             request["seed"] = decoding.seed
-        where = self.base_url or "the OpenAI API"
         started = time.perf_counter()
         try:
             response = await self._client.chat.completions.create(
@@ -155,19 +180,19 @@ class OpenAICompatBackend:
             )
         except openai.APITimeoutError:
             raise BackendError(
-                f"{self.name}: no answer from {where} within {self.spec.timeout_s} s"
+                f"{self.name}: no answer from {self.base_url} within {self.spec.timeout_s} s"
             ) from None
         except openai.APIConnectionError as error:
-            raise BackendError(f"{self.name}: cannot connect to {where}: {error}") from None
+            raise BackendError(f"{self.name}: cannot connect to {self.base_url}: {error}") from None
         except openai.APIStatusError as error:
             detail = error.response.text[:300]
             raise BackendError(
-                f"{self.name}: {where} answered HTTP {error.status_code}: {detail}"
+                f"{self.name}: {self.base_url} answered HTTP {error.status_code}: {detail}"
             ) from None
         except (openai.OpenAIError, ValueError, TypeError) as error:
-            raise BackendError(f"{self.name}: bad response from {where}: {error}") from None
+            raise BackendError(f"{self.name}: bad response from {self.base_url}: {error}") from None
         latency_ms = (time.perf_counter() - started) * 1000.0
-        return self._completion(response, tools, latency_ms, where)
+        return self._completion(response, tools, latency_ms, self.base_url)
 
     def _completion(
         self, response: Any, tools: list[ToolSpec], latency_ms: float, where: str

@@ -93,26 +93,44 @@ def load_suite_files(paths: Sequence[str | Path], *, alongside: Sequence[Task] =
     builtin_by_id = {task.id: task for task in alongside}
     first: dict[str, tuple[int, Path, int]] = {}  # id → (which file, its path, line)
     tasks: list[Task] = []
+    problems: list[str] = []  # every line's, so that one round of fixes is enough
     for index, path in enumerate(map(Path, paths)):
         lines = _task_lines(path)
         if not lines:
-            raise TaskFileError(f"{path}: holds no tasks; a task file has one JSON object per line")
+            problems.append(f"{path}: holds no tasks; a task file has one JSON object per line")
         for number, text in lines:
-            task = parse_task_line(text, source=str(path), line=number)
+            try:
+                task = parse_task_line(text, source=str(path), line=number)
+            except TaskFileError as error:
+                problems.append(str(error))
+                continue
             duplicate = f"{path}:{number}: id: duplicate task id {task.id!r}"
             if task.id in builtin_by_id:
                 builtin = builtin_by_id[task.id]
-                raise TaskFileError(
+                problems.append(
                     f"{duplicate} (already a {builtin.split.value} task of the built-in suite "
                     f"{builtin.suite!r} run with it)"
                 )
-            if task.id in first:
+            elif task.id in first:
                 other, other_path, line = first[task.id]
                 place = f"on line {line}" if other == index else f"in {other_path} on line {line}"
-                raise TaskFileError(f"{duplicate} (first defined {place})")
-            first[task.id] = (index, path, number)
-            tasks.append(task)
+                problems.append(f"{duplicate} (first defined {place})")
+            else:
+                first[task.id] = (index, path, number)
+                tasks.append(task)
+    if problems:
+        raise TaskFileError(_listed(problems))
     return tasks
+
+
+REPORTED_PROBLEMS = 20  # of a task file's problems, at most, each on its own line
+
+
+def _listed(problems: list[str]) -> str:
+    shown = problems[:REPORTED_PROBLEMS]
+    if len(problems) > len(shown):
+        shown.append(f"… and {len(problems) - len(shown)} more")
+    return "\n".join(shown)
 
 
 def _task_lines(path: Path) -> list[tuple[int, str]]:
