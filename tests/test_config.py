@@ -87,6 +87,20 @@ def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
         load_config(path)
 
 
+@pytest.mark.parametrize(
+    ("text", "line", "key"),
+    [
+        ("run:\n  tasks: 5\nrun:\n  tasks: 6\n", 3, "run"),
+        ("run:\n  tasks: 5\n  tasks: 6\n", 3, "tasks"),
+    ],
+)
+def test_a_key_written_twice_is_an_error_not_the_last_value(
+    tmp_path: Path, text: str, line: int, key: str
+) -> None:
+    with pytest.raises(ConfigError, match=rf"line {line} .*key '{key}' appears twice"):
+        load_config(write(tmp_path, text))
+
+
 def test_missing_file_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not found"):
         load_config(tmp_path / "nope.yaml")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, Self, TypeVar, get_args
@@ -701,6 +701,24 @@ def parse_config(data: Any, source: str = "<config>") -> AgencyConfig:
         raise ConfigError(_format_validation_error(source, error)) from None
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a mapping that names a key twice: plain YAML keeps the last
+    value, so a setting written twice (`run:` in two places) would silently lose the first."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, Hashable):
+                continue  # the safe loader's own error says so
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice in one mapping", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def _yaml_problem(error: yaml.YAMLError) -> str:
     """Where and why a file is not valid YAML, without PyYAML's quote of the parsed text's name
     ('in "<unicode string>"'): 'line 2 is not valid YAML: mapping values are not allowed here
@@ -720,7 +738,7 @@ def load_config(path: str | Path | None = None) -> AgencyConfig:
     if not resolved.exists():
         raise ConfigError(f"{resolved}: configuration file not found")
     try:
-        data = yaml.safe_load(resolved.read_text(encoding="utf-8"))
+        data = yaml.load(resolved.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
     except OSError as error:
         raise ConfigError(
             f"{resolved}: cannot read configuration file: {error.strerror or error}"

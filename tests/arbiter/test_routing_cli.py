@@ -302,6 +302,12 @@ def test_an_estimate_one_decision_carries_shows_no_interval_and_a_consistent_siz
     no_interval = "— one decision carries the estimate (effective sample size below 2): no interval"
     assert result.output.count(no_interval) == 3, result.output  # IPS, SNIPS and DR
     assert "[0.000, 1.000]" not in result.output
+    # with no interval at all, the warning speaks of none, not of intervals too narrow
+    warning = " ".join(result.output.split("warning:")[1].split())
+    assert warning == (
+        "6 decisions, effective sample size 1.9: too few for any 95% interval; the estimates are "
+        "of this log alone"
+    )
 
 
 def test_the_small_sample_warning_says_what_its_percentages_measure(tmp_path: Path) -> None:

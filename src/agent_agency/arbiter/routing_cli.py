@@ -137,6 +137,12 @@ def _decisions(number: int) -> str:
 def evaluation_warnings(result: PolicyEvaluation, n: int) -> list[str]:
     """A warning when the log is too small for the 95% intervals to hold 95% of the time."""
     ess = result.effective_sample_size
+    estimates = (result.ips, result.snips, result.doubly_robust)
+    if n and not any(estimate.has_interval for estimate in estimates):
+        return [
+            f"{_decisions(n)}, effective sample size {effective_sample_size_text(ess)}: too few "
+            "for any 95% interval; the estimates are of this log alone"
+        ]
     if n < RELIABLE_EFFECTIVE_SAMPLE_SIZE or 0 < ess < RELIABLE_EFFECTIVE_SAMPLE_SIZE:
         *most, last = [f"{share} {size}" for size, share in SIMULATED_COVERAGE]
         return [
@@ -192,7 +198,10 @@ def evaluate(
         logs, target, quality_weight=settings.routing.quality_weight, name=strategy.value
     )
     strategies = sorted({log.decision.strategy for log in logs})
-    table = Table(title=f"Off-policy value of '{strategy.value}' on {len(logs)} logged decisions")
+    table = Table(
+        title=f"Off-policy value of '{strategy.value}' on {len(logs)} logged "
+        f"decision{'' if len(logs) == 1 else 's'}"
+    )
     table.add_column("estimator")
     table.add_column("mean reward", justify="right")
     table.add_column("95% CI")
