@@ -127,6 +127,16 @@ def test_cli_ingest_with_worker_processes(tmp_path: Path) -> None:
         assert f"--workers: expected a whole number or 'auto', got '{bad}'" in result.output
 
 
+def test_cli_ingest_starts_no_more_workers_than_there_are_batches(tmp_path: Path) -> None:
+    source = tmp_path / "points.jsonl"
+    source.write_text("".join(make_point(f"p{i}").model_dump_json() + "\n" for i in range(5)))
+    arguments = ["ingest", str(source), "--db", str(tmp_path / "p.db"), "--batch", "2"]
+    result = runner.invoke(pool_app, [*arguments, "--workers", "40"])
+    assert result.exit_code == 0, result.output
+    assert "preparing batches in 3 worker processes" in result.output
+    assert "5 accepted" in result.output
+
+
 @pytest.mark.parametrize("workers", ["0", "1"])
 def test_cli_ingest_with_no_worker_process(tmp_path: Path, workers: str) -> None:
     source = tmp_path / "points.jsonl"
@@ -157,7 +167,8 @@ def test_cli_ingest_picks_workers_by_file_size_and_cores(
     result = runner.invoke(pool_app, ["ingest", str(source), "--db", db_url])  # auto: small file
     assert result.exit_code == 0, result.output
     monkeypatch.setattr(pool_cli, "auto_workers", lambda lines, cores: 3 if lines == 3 else 0)
-    result = runner.invoke(pool_app, ["ingest", str(source), "--db", db_url, "--workers", "auto"])
+    arguments = ["ingest", str(source), "--db", db_url, "--workers", "auto", "--batch", "1"]
+    result = runner.invoke(pool_app, arguments)
     assert result.exit_code == 0, result.output
     assert "preparing batches in 3 worker processes" in result.output
     assert chosen == [1, 3]

@@ -354,6 +354,8 @@ def ingest(
     source = "stdin" if from_stdin else str(path)
     total_lines = None if from_stdin else _lines_of(path)
     processes = _workers(workers, total_lines or 0)
+    if total_lines is not None:  # a worker without a batch of its own only costs its start-up
+        processes = min(processes, max(1, -(-total_lines // batch)))
     if processes > 1:
         console.print(f"preparing batches in {processes} worker processes", highlight=False)
     totals = {"accepted": 0, "duplicates": 0, "quarantined": 0, "unreadable": 0}
