@@ -498,6 +498,13 @@ def test_stats_on_a_pool_of_ingested_points_points_to_pool_stats(workdir: Path) 
             "in the pool (`agency pool ingest`); `agency pool stats --db 'pool only.db'` "
             "summarises them."
         )
+    evaluated = runner.invoke(
+        app, ["routing", "evaluate", "--policy", "ucb1", "--db", "pool only.db"]
+    )
+    assert evaluated.exit_code == 1
+    assert "no routing log to evaluate on; `agency pool stats --db 'pool only.db'` summarises" in (
+        " ".join(evaluated.output.split())
+    )
 
 
 @pytest.mark.parametrize(

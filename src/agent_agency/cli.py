@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import signal
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, get_args
+from typing import Annotated, Any, get_args
 
 import typer
 import yaml
@@ -24,6 +23,7 @@ from agent_agency.cli_options import (
     ConfigOption,
     DbOption,
     Terminated,
+    command_for,
     console,
     err_console,
     fail,
@@ -37,9 +37,6 @@ from agent_agency.cli_options import (
 from agent_agency.config import AgencyConfig, ConfigError, parse_config
 from agent_agency.pool.cli import pool_app
 from agent_agency.records import SplitChoice, utcnow
-
-if TYPE_CHECKING:
-    from agent_agency.pool.store import Store
 
 SPLITS: tuple[str, ...] = get_args(SplitChoice)
 
@@ -181,10 +178,11 @@ def run(
         console.print(
             f"[yellow]interrupted[/] by {'SIGTERM' if terminated else 'Ctrl-C'} after "
             f"{finished} of {_tasks(len(prepared.tasks))} ({succeeded} succeeded): they are "
-            f"recorded in {shown_url(settings.storage.url)}, and `{_reading(db, 'agency stats')}` "
-            "summarises them; the tasks still running are recorded as cancelled, which counts "
-            "for no agent. No run summary was written. Run the same command again to run the "
-            "tasks anew: the router starts from what was recorded",
+            f"recorded in {shown_url(settings.storage.url)}, and "
+            f"`{command_for(db, 'agency stats')}` summarises them; the tasks still running are "
+            "recorded as cancelled, which counts for no agent. No run summary was written. Run "
+            "the same command again to run the tasks anew: the router starts from what was "
+            "recorded",
             soft_wrap=True,
             highlight=False,
         )
@@ -221,11 +219,6 @@ def run(
 
 def _tasks(count: int) -> str:
     return f"{count} task" if count == 1 else f"{count} tasks"
-
-
-def _reading(db: str | None, command: str) -> str:
-    """`command` as typed to read the database the running command used: with its `--db`."""
-    return command if db is None else f"{command} --db {shlex.quote(db)}"
 
 
 def _check_agents(settings: AgencyConfig, names: list[str]) -> None:
@@ -344,7 +337,7 @@ def stats(
         cancelled = store.cancelled_executions(since=start)
         judges = judge_agreement(get_evaluations(store, since=start))
         recorded_earlier = not rows and start is not None and bool(store.agent_task_summary())
-        points_only = not rows and not recorded_earlier and _holds_data_points(store)
+        points_only = not rows and not recorded_earlier and store.holds_data_points()
     finally:
         store.close()
     if json_out:
@@ -359,7 +352,7 @@ def stats(
         console.print_json(json.dumps(document))
         return
     if points_only:
-        pool_stats = _reading(db, "agency pool stats")
+        pool_stats = command_for(db, "agency pool stats")
         console.print(
             f"No recorded executions in {shown_url(settings.storage.url)}: it holds only data "
             f"points stored in the pool (`agency pool ingest`); `{pool_stats}` summarises them.",
@@ -397,19 +390,6 @@ def stats(
                 "—" if rate is None else f"{rate:.0%}",
             )
         console.print(table)
-
-
-def _holds_data_points(store: Store) -> bool:
-    """Whether the pool holds data points: in full, or as the cold tier's daily aggregates."""
-    from sqlalchemy import select
-
-    from agent_agency.pool.schema import agent_stats_daily, data_points
-
-    with store.engine.connect() as connection:
-        return any(
-            connection.execute(select(table.c.agent).limit(1)).first() is not None
-            for table in (data_points, agent_stats_daily)
-        )
 
 
 def _print_summary(rows: Any, *, title: str) -> None:

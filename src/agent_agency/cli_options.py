@@ -5,6 +5,7 @@ stopping a command the way Ctrl-C does."""
 from __future__ import annotations
 
 import asyncio
+import shlex
 import signal
 from collections.abc import Coroutine, Iterator, Sequence
 from contextlib import contextmanager
@@ -128,6 +129,11 @@ def one_of(option: str, value: str, choices: Sequence[_Choice]) -> _Choice:
     if value not in choices:
         raise fail(f"{option}: {value!r} is not one of {', '.join(choices)}")
     return choices[choices.index(value)]
+
+
+def command_for(db: str | None, command: str) -> str:
+    """`command` as typed to read the database the running command used: with its `--db`."""
+    return command if db is None else f"{command} --db {shlex.quote(db)}"
 
 
 def database_url(db: str) -> str:

@@ -23,7 +23,14 @@ from agent_agency.arbiter.ope import (
     ReplayedStrategy,
     evaluate_policy,
 )
-from agent_agency.cli_options import ConfigOption, DbOption, load_settings, one_of, open_store
+from agent_agency.cli_options import (
+    ConfigOption,
+    DbOption,
+    command_for,
+    load_settings,
+    one_of,
+    open_store,
+)
 from agent_agency.pool.outcomes import final_evaluations, final_quality
 from agent_agency.pool.queries import simulated_agents, simulated_label, simulation_banner
 from agent_agency.pool.schema import executions, routing_decisions
@@ -186,9 +193,18 @@ def evaluate(
     with open_store(settings, create=False) as store:
         read = read_logged_outcomes(store.engine)
         simulated = simulated_agents(store.engine)
+        points_only = not read.logs and store.holds_data_points()
     logs = read.logs
     if not logs:
         console.print(f"[red]No logged decisions with outcomes in {url}[/red]")
+        if points_only:
+            console.print(
+                "It holds only data points stored in the pool (`agency pool ingest`), which keep "
+                f"no routing log to evaluate on; `{command_for(db, 'agency pool stats')}` "
+                "summarises them.",
+                soft_wrap=True,
+                highlight=False,
+            )
         raise typer.Exit(code=1)
     banner = simulation_banner(simulated)
     if banner is not None:

@@ -651,6 +651,14 @@ class Store:
             )
             return [ArmAggregate.model_validate(row._asdict()) for row in rows]
 
+    def holds_data_points(self) -> bool:
+        """Whether the pool holds data points: in full, or as the cold tier's daily aggregates."""
+        with self._engine.connect() as connection:
+            return any(
+                connection.execute(select(table.c.agent).limit(1)).first() is not None
+                for table in (schema.data_points, schema.agent_stats_daily)
+            )
+
     def cancelled_executions(self, since: datetime | None = None) -> int:
         """How many executions a stopped run cut off (since `since`)."""
         ex = schema.executions
