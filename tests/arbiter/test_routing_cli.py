@@ -15,7 +15,7 @@ from agent_agency.arbiter.routing_cli import (
     routing_app,
 )
 from agent_agency.pool.store import Store
-from agent_agency.records import Evaluation, Execution, RoutingStrategy
+from agent_agency.records import Evaluation, Execution, RoutingDecision, RoutingStrategy
 
 
 def _graded(
@@ -34,6 +34,21 @@ def _graded(
         caws_compliant=True,
     )
     return execution, evaluation
+
+
+def _store_succeeded(tmp_path: Path, decisions: list[RoutingDecision]) -> str:
+    """A pool in `tmp_path` holding `decisions`, each with a successful, graded execution."""
+    executions, evaluations = [], []
+    for decision in decisions:
+        execution, evaluation = _graded(
+            decision.id, decision.selected_agent, decision.task_id, True
+        )
+        executions.append(execution)
+        evaluations.append(evaluation)
+    url = f"sqlite:///{tmp_path / 'pool.db'}"
+    with Store.open(url) as store:
+        store.write_records(decisions=decisions, executions=executions, evaluations=evaluations)
+    return url
 
 
 def _fill_pool(url: str) -> None:
@@ -117,16 +132,8 @@ def test_evaluate_leaves_out_decisions_logged_with_zero_propensity(tmp_path: Pat
 def test_evaluate_says_when_the_log_cannot_support_an_estimate(tmp_path: Path) -> None:
     """Every logged decision went to b@1; the fallback strategy always picks a@1."""
     router = Router(settings(RoutingStrategy.FALLBACK), agents("b", "a"))
-    decisions, executions, evaluations = [], [], []
-    for i in range(20):
-        decision = router.decide(task(task_id=f"t{i}"))
-        execution, evaluation = _graded(decision.id, decision.selected_agent, f"t{i}", True)
-        decisions.append(decision)
-        executions.append(execution)
-        evaluations.append(evaluation)
-    url = f"sqlite:///{tmp_path / 'pool.db'}"
-    with Store.open(url) as store:
-        store.write_records(decisions=decisions, executions=executions, evaluations=evaluations)
+    decisions = [router.decide(task(task_id=f"t{i}")) for i in range(20)]
+    url = _store_succeeded(tmp_path, decisions)
     args = ["evaluate", "--policy", "fallback", "--db", url, "--config", str(_config(tmp_path))]
     result = CliRunner().invoke(routing_app, args, terminal_width=200)
     assert result.exit_code == 0, result.output
@@ -280,20 +287,15 @@ def test_an_estimate_one_decision_carries_shows_no_interval_and_a_consistent_siz
     strategy (always a@1) would have made: weights 1/0.6 and 1/0.8, effective sample size
     (1/0.6 + 1/0.8)² / (1/0.6² + 1/0.8²) = 1.96."""
     router = Router(settings(RoutingStrategy.FALLBACK), agents("b", "a"))
-    decisions, executions, evaluations = [], [], []
+    decisions = []
     for i, propensity in enumerate((0.6, 0.8, None, None, None, None)):
         if propensity is None:
             decision = router.decide(task(task_id=f"t{i}"))  # b@1, first in fallback order
         else:
             decision = router.decide(task(task_id=f"t{i}"), exclude={"b@1"})
             decision = decision.model_copy(update={"propensity": propensity})
-        execution, evaluation = _graded(decision.id, decision.selected_agent, f"t{i}", True)
         decisions.append(decision)
-        executions.append(execution)
-        evaluations.append(evaluation)
-    url = f"sqlite:///{tmp_path / 'pool.db'}"
-    with Store.open(url) as store:
-        store.write_records(decisions=decisions, executions=executions, evaluations=evaluations)
+    url = _store_succeeded(tmp_path, decisions)
     args = ["evaluate", "--policy", "fallback", "--db", url, "--config", str(_config(tmp_path))]
     result = CliRunner().invoke(routing_app, args, env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
