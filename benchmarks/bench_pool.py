@@ -169,6 +169,11 @@ def realistic_point(i: int, pii: bool) -> DataPoint:
     )
 
 
+def point_texts(n: int) -> list[str]:
+    """`n` points as JSON lines (what `agency pool ingest` reads); every tenth carries PII."""
+    return [realistic_point(i, pii=i % 10 == 0).model_dump_json() for i in range(n)]
+
+
 TEXT_POINTS = 60_000  # long enough that the workers' start-up does not decide the rate
 REPEATS = 3  # ingest runs per case; the median by wall clock is reported (the cores are shared)
 
@@ -210,13 +215,12 @@ def _ingest_once(
     return len(points) / wall, len(points) / cpu
 
 
-def bench_ingest_text(tmp: Path, n: int, batch: int, workers: int) -> tuple[float, ...]:
-    """The same points as JSON text (what `agency pool ingest` reads) through `ingest_batches`:
+def bench_ingest_text(tmp: Path, texts: list[str], batch: int, workers: int) -> tuple[float, ...]:
+    """Points as JSON text (`point_texts`) through `ingest_batches`:
     points/s overall (worker start-up included) and after the first batch's report, seconds to
     that first report, and µs of this process's CPU per point (with workers: committing only).
     Of `REPEATS` runs, the one with the median rate after the first report."""
-    texts = [realistic_point(i, pii=i % 10 == 0).model_dump_json() for i in range(n)]
-    batches = [texts[offset : offset + batch] for offset in range(0, n, batch)]
+    batches = [texts[offset : offset + batch] for offset in range(0, len(texts), batch)]
     runs = [
         _ingest_text_once(tmp / f"text-{workers}-{run}.db", batches, workers)
         for run in range(REPEATS)
@@ -239,27 +243,23 @@ def _ingest_text_once(path: Path, batches: list[list[str]], workers: int) -> tup
     return n / (end - start), (n - batch) / (end - first), first - start, cpu / n * 1e6
 
 
-def bench_cli_ingest(tmp: Path, n: int) -> tuple[float, str]:
-    """`agency pool ingest FILE` with its defaults (`--workers auto`) on `n` lines of JSON text:
+def bench_cli_ingest(tmp: Path, texts: list[str]) -> tuple[float, str]:
+    """`agency pool ingest FILE` with its defaults (`--workers auto`) on `texts` as JSON lines:
     points/s by wall clock for the whole command (interpreter start, imports and workers
     included), of `REPEATS` runs the median, and the line saying how many workers it started."""
     agency = shutil.which("agency")
     if agency is None:
         raise RuntimeError("the agency command is not installed: pip install -e .")
-    source = tmp / "cli-points.jsonl"
-    with source.open("w", encoding="utf-8") as file:
-        for i in range(n):
-            file.write(realistic_point(i, pii=i % 10 == 0).model_dump_json() + "\n")
+    n, source = len(texts), tmp / "cli-points.jsonl"
+    source.write_text("".join(text + "\n" for text in texts), encoding="utf-8")
     runs = []
     workers_line = ""
     for run in range(REPEATS):
         start = time.perf_counter()
-        done = subprocess.run(
-            [agency, "pool", "ingest", str(source), "--db", str(tmp / f"cli-{run}.db")],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
+        command = [agency, "pool", "ingest", str(source), "--db", str(tmp / f"cli-{run}.db")]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"{' '.join(command)} failed:\n{done.stdout}{done.stderr}")
         runs.append(n / (time.perf_counter() - start))
         assert f"{n} accepted, 0 duplicates, 0 quarantined" in done.stdout, done.stdout
         match = re.search(r"preparing batches in \d+ worker processes", done.stdout)
@@ -267,14 +267,13 @@ def bench_cli_ingest(tmp: Path, n: int) -> tuple[float, str]:
     return sorted(runs)[REPEATS // 2], workers_line
 
 
-def bench_commit_ceiling(tmp: Path, n: int, batch: int) -> tuple[float, float, float]:
+def bench_commit_ceiling(tmp: Path, texts: list[str], batch: int) -> tuple[float, float, float]:
     """What bounds `ingest_batches` when there are cores enough for its workers: points/s at
     which this process commits batches already prepared as a worker prepares them (bound for
     SQLite, pickled; unpickled and committed in the timed loop), with µs of CPU per point; and
     µs of CPU per point to prepare them (one worker's cost). Of `REPEATS` runs, the median by
     commit rate."""
-    texts = [realistic_point(i, pii=i % 10 == 0).model_dump_json() for i in range(n)]
-    runs = []
+    n, runs = len(texts), []
     for run in range(REPEATS):
         clear_scan_cache()
         with Store.open(f"sqlite:///{tmp / f'ceiling-{run}.db'}") as store:
@@ -566,9 +565,10 @@ def main() -> None:
         stages = bench_ingest_stages(20_000, 1000)  # right after: the machine's speed drifts
         us_only = PoolSettings(pii_phone_regions=["US"])
         us_rates = bench_ingest(f"sqlite:///{tmp / 'ingest_us.db'}", 20_000, 1000, us_only)
-        text_runs = {w: bench_ingest_text(tmp, TEXT_POINTS, 1000, w) for w in (1, 2)}
-        ceiling, commit_us, prepare_us = bench_commit_ceiling(tmp, TEXT_POINTS, 1000)
-        cli_rate, cli_workers = bench_cli_ingest(tmp, TEXT_POINTS)
+        texts = point_texts(TEXT_POINTS)
+        text_runs = {w: bench_ingest_text(tmp, texts, 1000, w) for w in (1, 2)}
+        ceiling, commit_us, prepare_us = bench_commit_ceiling(tmp, texts, 1000)
+        cli_rate, cli_workers = bench_cli_ingest(tmp, texts)
         pg = postgres_url()
         pg_rates = bench_ingest(pg, 20_000, 1000) if pg else None
         per_point = bench_storage(tmp, 5_000)
@@ -693,8 +693,8 @@ most 2 × 10⁶ / ({prepare_us:.0f} + {commit_us:.0f}) = {two_core_bound:,.0f} p
 above, {text_runs[2][1]:,.0f} after the first report ({text_runs[2][1] / two_core_bound:.0%} of
 that bound).
 {projection}
-That is a projection from these two measured rates, not a measured rate: no machine with more
-cores was available to this benchmark. Records built in the ingesting process (`DataPoint`
+That is a projection from these two measured rates: `bench_pool_cores.py` measures ingest where
+there are more cores (section "Benchmark data pool: ingest with more cores"). Records built in the ingesting process (`DataPoint`
 objects) are not sent to workers: pickling one there and back costs {pickle_us:.0f} µs of CPU,
 about as much as preparing it.
 
