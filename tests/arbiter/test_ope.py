@@ -72,6 +72,8 @@ def test_values_and_intervals_stay_in_the_reward_range() -> None:
     for estimate in (result.logged, result.ips, result.snips, result.doubly_robust):
         assert 0.0 <= estimate.ci_low <= estimate.value <= estimate.ci_high <= 1.0, estimate
     assert result.ips.value == 1.0
+    assert result.ips.clipped_from == pytest.approx(3.25 / 3), "the value before clipping is kept"
+    assert result.snips.clipped_from is None
 
 
 def test_rewards_that_do_not_vary_still_get_an_interval() -> None:

@@ -312,6 +312,33 @@ def test_an_estimate_one_decision_carries_shows_no_interval_and_a_consistent_siz
     )
 
 
+def test_an_estimate_clipped_to_the_reward_range_is_marked_with_its_value_before(
+    tmp_path: Path,
+) -> None:
+    """Three logged choices of a@1 at propensity 0.2, all successful, and three of b@1: the
+    fallback strategy (always a@1) weighs each a@1 success 5, so IPS = 3 × 5 / 6 = 2.5."""
+    router = Router(settings(RoutingStrategy.FALLBACK), agents("b", "a"))
+    decisions = []
+    for i in range(6):
+        if i % 2:
+            decision = router.decide(task(task_id=f"t{i}"))  # b@1, first in fallback order
+        else:
+            decision = router.decide(task(task_id=f"t{i}"), exclude={"b@1"})
+            decision = decision.model_copy(update={"propensity": 0.2})
+        decisions.append(decision)
+    url = _store_succeeded(tmp_path, decisions)
+    args = ["evaluate", "--policy", "fallback", "--db", url, "--config", str(_config(tmp_path))]
+    result = CliRunner().invoke(routing_app, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    ips_row = next(line for line in result.output.splitlines() if "│ IPS" in line)
+    assert "1.000†" in ips_row
+    assert (
+        "† IPS: 2.500 before clipping to the reward range [0, 1], where the true value lies"
+        in result.output.splitlines()
+    )
+    assert result.output.count("†") == 2, "SNIPS and DR stay in the range: only IPS is marked"
+
+
 def test_the_small_sample_warning_says_what_its_percentages_measure(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'pool.db'}"
     _fill_pool(url)

@@ -119,6 +119,11 @@ class Estimate(BaseModel):
         description="False when the log supports no interval: ci_low..ci_high is then the whole "
         "reward range, which holds the true value whatever it is",
     )
+    clipped_from: float | None = Field(
+        default=None,
+        description="the estimate before it was clipped to the reward range, when it lay outside "
+        "it (IPS is not bounded by the range: large weights can carry it past 1)",
+    )
 
 
 class PolicyEvaluation(BaseModel):
@@ -145,9 +150,11 @@ def _estimate(
     caveat: str | None = None,
 ) -> Estimate:
     """The estimate and its interval value ± half_width, each clipped to the reward range."""
+    low, high = REWARD_RANGE
     return Estimate(
         estimator=name,
         value=_clip(value),
+        clipped_from=value if value < low or value > high else None,
         ci_low=_clip(value - half_width),
         ci_high=_clip(value + half_width),
         n=n,

@@ -16,6 +16,7 @@ from sqlalchemy.engine import Engine
 
 from agent_agency.arbiter.ope import (
     RELIABLE_EFFECTIVE_SAMPLE_SIZE,
+    REWARD_RANGE,
     SIMULATED_COVERAGE,
     Estimate,
     LoggedOutcome,
@@ -118,8 +119,25 @@ def read_logged_outcomes(engine: Engine) -> LoggedOutcomes:
     return read
 
 
+CLIPPED_MARK = "†"
+
+
 def _value(estimate: Estimate) -> str:
-    return "—" if math.isnan(estimate.value) else f"{estimate.value:.3f}"
+    if math.isnan(estimate.value):
+        return "—"
+    mark = CLIPPED_MARK if estimate.clipped_from is not None else ""
+    return f"{estimate.value:.3f}{mark}"
+
+
+def clipped_notes(rows: list[tuple[str, Estimate]]) -> list[str]:
+    """One line per estimate the table shows clipped, with its value before clipping."""
+    low, high = REWARD_RANGE
+    return [
+        f"{CLIPPED_MARK} {label}: {estimate.clipped_from:.3f} before clipping to the reward range "
+        f"[{low:g}, {high:g}], where the true value lies"
+        for label, estimate in rows
+        if estimate.clipped_from is not None
+    ]
 
 
 def interval_text(estimate: Estimate) -> str:
@@ -230,6 +248,8 @@ def evaluate(
     for label, estimate in rows:
         table.add_row(label, _value(estimate), interval_text(estimate))
     console.print(table)
+    for note in clipped_notes(rows):
+        console.print(note, soft_wrap=True, highlight=False)
     notes = [f"effective sample size {effective_sample_size_text(result.effective_sample_size)}"]
     notes += [f"{_decisions(n)} left out: {reason}" for reason, n in sorted(read.left_out.items())]
     agents = Counter(log.decision.selected_agent for log in logs)
