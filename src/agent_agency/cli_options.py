@@ -5,14 +5,17 @@ stopping a command the way Ctrl-C does."""
 from __future__ import annotations
 
 import asyncio
+import os
 import shlex
 import signal
+import sys
+import threading
 from collections.abc import Coroutine, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -75,46 +78,125 @@ def sigterm_raises() -> Iterator[None]:
 _Result = TypeVar("_Result")
 _Choice = TypeVar("_Choice", bound=str)
 
+# What `run_stoppable` says to a stop request made while the run already stops, and when a
+# third one, a Ctrl-C, ends the process at once.
+STILL_STOPPING = "still stopping: recording what finished; Ctrl-C again to force"
+FORCED = (
+    "forced stop: the records already written are intact (SQLite and PostgreSQL transactions "
+    "are atomic); those still being written are not"
+)
+FORCE_AT = 3  # the stop request, if a Ctrl-C, that ends the process at once
+SHOW_CURSOR = b"\x1b[?25h"  # a progress display hides the terminal's cursor until it ends
+
 
 def run_stoppable(main: Coroutine[Any, Any, _Result]) -> _Result:
-    """`asyncio.run(main)`, stopped by SIGTERM as asyncio stops it on Ctrl-C: the main task is
-    cancelled, so every task's clean-up runs (a run records its finished tasks, and the running
-    ones as cancelled), and then `Terminated` is raised here (KeyboardInterrupt on Ctrl-C).
+    """`asyncio.run(main)`, stopped gracefully by Ctrl-C or SIGTERM: the first stop request
+    cancels the main task, so every task's clean-up runs (a run records its finished tasks, and
+    the running ones as cancelled), and then KeyboardInterrupt is raised here (`Terminated` when
+    SIGTERM came first). A stop request made while the clean-up runs only says so on stderr
+    (`STILL_STOPPING`); a Ctrl-C that is the third request ends the process at once with status
+    130, saying what that leaves (`FORCED`), without a traceback.
 
-    `sigterm_raises` alone would raise inside whichever task is running when the signal comes,
-    leaving it holding an exception no one retrieves: asyncio then logs "Task exception was never
-    retrieved" with a traceback when the task is collected (on CPython 3.11, formatting it inside
-    a running `ast.parse` makes that parse fail)."""
-    terminated = False
+    Stopping by cancellation, not by raising in whichever task is running when the signal comes,
+    leaves no task holding an exception no one retrieves: asyncio would log "Task exception was
+    never retrieved" with a traceback when the task is collected (on CPython 3.11, formatting it
+    inside a running `ast.parse` makes that parse fail), and a second Ctrl-C raising inside the
+    clean-up would cut it short. Signals are handled in the main thread only: elsewhere this is
+    `asyncio.run(main)`."""
+    if threading.current_thread() is not threading.main_thread():
+        return asyncio.run(main)
+    stops = _StopRequests()
 
     async def guarded() -> _Result:
-        nonlocal terminated
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        assert task is not None
+        stops.task = asyncio.current_task()
+        return await main
 
-        def terminate() -> None:
-            nonlocal terminated
-            terminated = True
-            task.cancel()
+    with stops.handled():
+        try:
+            return asyncio.run(guarded())
+        except asyncio.CancelledError:
+            if stops.first is None:  # cancelled by something else than a stop request
+                raise
+            raise _stop_exception(stops.first) from None
 
-        previous = signal.getsignal(signal.SIGTERM)
+
+class _StopRequests:
+    """The stop requests (Ctrl-C, SIGTERM) made during one `run_stoppable`, and what each does.
+    Python runs the handler in the main thread between two steps of its code, so a request is
+    answered at once even while the loop is blocked in a synchronous database write."""
+
+    def __init__(self) -> None:
+        self.task: asyncio.Task[Any] | None = None  # the main task, once running
+        self.first: int | None = None  # the signal that cancelled it
+        self.count = 0
+
+    @contextmanager
+    def handled(self) -> Iterator[None]:
+        """SIGTERM, and Ctrl-C unless it is ignored or handled by someone else (asyncio then
+        leaves it alone too), call `request` until the block ends; their handlers are restored
+        after."""
+        replaced = [signal.SIGTERM]
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            replaced.append(signal.SIGINT)
+        previous = {signum: signal.signal(signum, self.request) for signum in replaced}
         try:
-            loop.add_signal_handler(signal.SIGTERM, terminate)
-        except (ValueError, RuntimeError):  # not the main thread: SIGTERM keeps its handler
-            return await main
-        try:
-            return await main
+            yield
         finally:
-            loop.remove_signal_handler(signal.SIGTERM)
-            signal.signal(signal.SIGTERM, previous)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
-    try:
-        return asyncio.run(guarded())
-    except asyncio.CancelledError:
-        if terminated:
-            raise Terminated from None
-        raise
+    def request(self, signum: int, _frame: FrameType | None) -> None:
+        """The signal handler: the first request stops the run, later ones say it still stops,
+        and a Ctrl-C that is the `FORCE_AT`th request or later ends the process."""
+        self.count += 1
+        if self.count == 1:
+            self._cancel(signum)
+        elif signum == signal.SIGINT and self.count >= FORCE_AT:
+            _force_exit()
+        else:
+            _say(STILL_STOPPING)
+
+    def _cancel(self, signum: int) -> None:
+        """Cancel the main task, as asyncio does on Ctrl-C; with none running (before it starts,
+        or while asyncio shuts down after it), raise the signal's exception at once."""
+        task = self.task
+        if task is None or task.done():
+            self.count = 0  # the exception ends the run: nothing is cleaning up
+            raise _stop_exception(signum)
+        self.first = signum
+        task.cancel()
+        task.get_loop().call_soon_threadsafe(_nothing)  # wakes a loop waiting for I/O
+
+
+def _stop_exception(signum: int) -> KeyboardInterrupt:
+    """What a stop by `signum` raises: `Terminated` for SIGTERM, else KeyboardInterrupt."""
+    return Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def _nothing() -> None:
+    """A callback that does nothing: scheduling it wakes the event loop."""
+
+
+def _say(line: str) -> None:
+    """Write `line` to stderr, on a line of its own after the "^C" a terminal echoes. Straight
+    to the file descriptor: a signal handler may interrupt a write to `sys.stderr`, and writing
+    to it again would fail as a reentrant call."""
+    with suppress(OSError):
+        start = "\n" if os.isatty(2) else ""
+        os.write(2, f"{start}{line}\n".encode())
+
+
+def _force_exit() -> NoReturn:
+    """End the process now, with the status of Ctrl-C (130): what is written out is flushed, the
+    terminal gets its cursor back, `FORCED` is said; no clean-up runs."""
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(Exception):  # a flush the handler interrupted fails as reentrant
+            stream.flush()
+    with suppress(OSError):
+        if os.isatty(1):
+            os.write(1, SHOW_CURSOR)
+    _say(FORCED)
+    os._exit(128 + signal.SIGINT)
 
 
 def fail(message: object) -> typer.Exit:
