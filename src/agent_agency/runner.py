@@ -187,7 +187,8 @@ def build_arbiter(
                 admission=slots[spec.key],
             )
         )
-    evaluator = Evaluator(config.evaluation, judges)
+    database = store.sqlite_file
+    evaluator = Evaluator(config.evaluation, judges, databases=[database] if database else [])
     return Arbiter(
         config,
         backends=backends,

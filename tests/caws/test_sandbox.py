@@ -1250,3 +1250,45 @@ def test_the_configuration_file_named_by_the_environment_is_hidden_with_its_dire
     monkeypatch.delenv(sandbox._CONFIG_ENV_VAR)
     control = _read_each([str(arbiter_dir / "plain.txt")])
     assert control.stdout.split() == ["'secret", "plain.txt'"]
+
+
+def test_a_database_named_by_the_caller_is_hidden_wherever_it_lives(
+    arbiter_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The database of `--db` or `storage.url`, outside the working directory and readable by
+    # any user, so that only its hiding protects it; its neighbour stays readable.
+    elsewhere = Path(_world_open_dir())
+    try:
+        names = ["pool.db", "pool.db-wal", "plain.txt"]
+        for name in names:
+            (elsewhere / name).write_text(f"secret {name}")
+            (elsewhere / name).chmod(0o644)
+        monkeypatch.chdir(arbiter_dir)
+        paths = [str(elsewhere / name) for name in names]
+        with sandbox.hidden_databases([elsewhere / "pool.db"]):
+            result = _read_each(paths)
+        _require_isolation(result, "mount namespace")
+        assert result.ok, result.reason
+        assert result.stdout.splitlines() == ["''", "''", "'secret plain.txt'"]
+        [blanked] = [
+            s for s in result.isolation_applied if s.startswith("hidden behind an empty f")
+        ]
+        assert str(elsewhere / "pool.db-wal") in blanked
+        # Control: outside `hidden_databases` the same files are readable.
+        control = _read_each(paths)
+        assert control.stdout.splitlines() == [f"'secret {name}'" for name in names]
+    finally:
+        shutil.rmtree(elsewhere)
+
+
+def test_a_database_in_the_covered_working_directory_needs_no_empty_file(
+    arbiter_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(arbiter_dir)
+    with sandbox.hidden_databases([Path("agency.db")]):
+        result = _read_each([str(arbiter_dir / "agency.db"), str(arbiter_dir / "agency.db-wal")])
+    _require_isolation(result, "mount namespace")
+    assert result.stdout.split() == ["FileNotFoundError", "FileNotFoundError"]
+    assert not any(
+        step.startswith("hidden behind an empty file") for step in result.isolation_applied
+    )

@@ -3,7 +3,8 @@
 `evaluate` scores the given iteration's output. Everything that may start a process (the task's
 grader running tests in the sandbox, ruff) runs in a worker thread, so the event loop never
 blocks; judges run concurrently on the loop. A sandboxed run ends by the evaluation's deadline
-and is killed as soon as the evaluation is cancelled or times out.
+and is killed as soon as the evaluation is cancelled or times out; it cannot read the SQLite
+databases the evaluator is given (those the arbiter records to).
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import asyncio
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from agent_agency.caws.gates import (
     GRADER_GATES,
@@ -34,7 +36,7 @@ from agent_agency.caws.rubric import (
     rubric_scores,
     turn_data,
 )
-from agent_agency.caws.sandbox import run_limits
+from agent_agency.caws.sandbox import hidden_databases, run_limits
 from agent_agency.config import EvaluationSettings
 from agent_agency.records import (
     Evaluation,
@@ -49,9 +51,17 @@ from agent_agency.tasks.graders import GradeResult, grade
 
 
 class Evaluator:
-    def __init__(self, settings: EvaluationSettings, judges: Sequence[Judge] = ()) -> None:
+    def __init__(
+        self,
+        settings: EvaluationSettings,
+        judges: Sequence[Judge] = (),
+        *,
+        databases: Collection[Path] = (),
+    ) -> None:
+        """`databases`: the SQLite files the arbiter records to, hidden from sandboxed code."""
         self.settings = settings
         self.judges = list(judges)
+        self.databases = tuple(databases)
 
     async def evaluate(
         self,
@@ -112,7 +122,7 @@ class Evaluator:
         code = extract_code(task, iteration.output) if is_code_task(task) else None
         grade_result = None
         if any(spec.name in GRADER_GATES for spec in specs):
-            with run_limits(deadline, cancelled):
+            with run_limits(deadline, cancelled), hidden_databases(self.databases):
                 grade_result = grade(task, iteration.output, iteration.tool_uses)
         original = task.metadata.get("original_code")
         diff = None

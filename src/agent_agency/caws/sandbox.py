@@ -16,7 +16,10 @@ untrusted code runs, a small trusted bootstrap inside the child (still root) iso
   and over the directory of the configuration file `$AGENCY_CONFIG` names; the work directory
   and the interpreter are bound back into those covers. A working directory that is / or another
   system directory the interpreter needs is not covered (a note says so): an empty file is bound
-  over its `agency.yaml` and `agency.db*` files, and over the file `$AGENCY_CONFIG` names;
+  over its `agency.yaml` and `agency.db*` files, and over the file `$AGENCY_CONFIG` names. Wherever
+  it lives, the SQLite database a caller names with `hidden_databases` (the arbiter's, from `--db`
+  or `storage.url`) is hidden too: an empty file is bound over it and over its -wal, -shm and
+  -journal files present when the run starts, unless a cover hides them already;
 - a new PID namespace with its own /proc, so no host process (nor its command line) is visible,
   and every process the code starts dies with the namespace;
 - resource limits: CPU time, address space, file size, open files, no core dumps, and a process
@@ -67,6 +70,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import itertools
 import json
 import math
@@ -81,7 +85,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -127,7 +131,7 @@ _VALUE_TYPE_NAMES = "int, float, complex, str, bytes, bool, None, list, tuple, d
 # the code wherever the arbiter's working directory is not.
 _CONFIG_FILE = "agency.yaml"
 _CONFIG_ENV_VAR = "AGENCY_CONFIG"
-_DATABASE_FILES = "agency.db*"  # with its -wal, -shm and -journal files
+_DATABASE_FILE = "agency.db"
 # What the supervisor and the parent must see before a reason names a limit the code's own report
 # claims: its peak resident memory this close to its limit (a MemoryError), its CPU time this
 # close to the CPU limit (SIGKILL, SIGXCPU), the work directory's tmpfs this close to full (ENOSPC).
@@ -200,6 +204,25 @@ def run_limits(deadline: float | None, cancelled: threading.Event) -> Iterator[N
         _RUN_LIMITS.reset(token)
 
 
+# The SQLite database files callers name with `hidden_databases`, as absolute paths.
+_HIDDEN_DATABASES: ContextVar[frozenset[Path]] = ContextVar(
+    "sandbox_hidden_databases", default=frozenset()
+)
+
+
+@contextlib.contextmanager
+def hidden_databases(files: Collection[Path]) -> Iterator[None]:
+    """Every `run_python` call made within (in this context) hides from the code each SQLite
+    database file of `files` (a relative path is taken from the working directory now) with its
+    -wal, -shm and -journal files, wherever it lives; the files of an enclosing call stay hidden."""
+    named = {Path(os.path.abspath(file)) for file in files}
+    token = _HIDDEN_DATABASES.set(_HIDDEN_DATABASES.get() | named)
+    try:
+        yield
+    finally:
+        _HIDDEN_DATABASES.reset(token)
+
+
 # The trusted part of the child. It runs as root inside the fresh session, isolates the process,
 # drops to the throw-away uid, then forks the code's process and supervises it. Kept free of
 # imports beyond the standard library's cheapest modules: it is on the critical path of every
@@ -267,8 +290,8 @@ else:
 def unescape(path):
     return path.encode().decode("unicode_escape")
 private_mounts = False
-unhidden = (": file system is NOT read-only; host Unix sockets and working directory NOT hidden;"
-            " work directory size NOT limited")
+unhidden = (": file system is NOT read-only; host Unix sockets, working directory and database"
+            " NOT hidden; work directory size NOT limited")
 if libc.unshare(CLONE_NEWNS) != 0:
     notes.append("mount namespace unavailable (" + err() + ")" + unhidden)
 elif libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
@@ -888,12 +911,21 @@ def _caller_dirs() -> set[str]:
     return found - _SYSTEM_DIRS
 
 
-def _hidden_files() -> list[str]:
-    """The arbiter's configuration and database files, each to be covered by an empty file where
-    no cover over its directory hides it already (a working directory of / or /usr has none)."""
+def _database_files(database: Path) -> list[Path]:
+    """A SQLite database file with its -wal, -shm and -journal files: the paths in its directory
+    whose names begin with its name."""
+    return list(database.parent.glob(glob.escape(database.name) + "*"))
+
+
+def _hidden_files(databases: Collection[Path]) -> list[str]:
+    """The arbiter's configuration file and its database files (those named `agency.db*` in its
+    working directory and those of `databases`, wherever they are), each to be covered by an empty
+    file where no cover over its directory hides it already (a working directory of / or /usr has
+    none)."""
     cwd = Path(_caller_cwd())
     config = _config_file()
-    named = [cwd / _CONFIG_FILE, *cwd.glob(_DATABASE_FILES), *([Path(config)] if config else [])]
+    named = [cwd / _CONFIG_FILE, *([Path(config)] if config else [])]
+    named += [path for base in {cwd / _DATABASE_FILE, *databases} for path in _database_files(base)]
     return sorted({os.path.realpath(path) for path in named if path.is_file()})
 
 
@@ -903,7 +935,7 @@ def _exposure_notes() -> list[str]:
         return []
     return [
         f"the caller's working directory {cwd} is NOT hidden (a system directory): only its "
-        f"{_CONFIG_FILE} and {_DATABASE_FILES} files are, and the file ${_CONFIG_ENV_VAR} names"
+        f"{_CONFIG_FILE} and {_DATABASE_FILE}* files are, and the file ${_CONFIG_ENV_VAR} names"
     ]
 
 
@@ -1467,7 +1499,7 @@ def _execute(
                 "nproc": MAX_PROCESSES,
                 "memory_cgroup": memory_cgroup.config,
                 "masks": _masks(str(work)),
-                "hidden_files": _hidden_files(),
+                "hidden_files": _hidden_files(_HIDDEN_DATABASES.get()),
                 "empty_file": str(empty),
                 "notes": _exposure_notes(),
                 "full_below_bytes": _FULL_BELOW_BYTES,
@@ -1570,7 +1602,8 @@ def run_python(
     """Run `code` as `main.py` in a throw-away directory holding `files`, or, with `tests`, load
     it as a module and run the tests against its function; never raises for the code's own
     failures (they come back as `ok=False` with a reason). The run ends by `timeout_s` or the
-    deadline of the enclosing `run_limits`, whichever comes first."""
+    deadline of the enclosing `run_limits`, whichever comes first, and the code cannot read the
+    database files of the enclosing `hidden_databases`."""
     if timeout_s <= 0:
         raise ValueError(f"timeout_s: must be > 0, got {timeout_s}")
     if memory_mb < 64:

@@ -33,7 +33,7 @@ def make_engine(url: str) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
         return create_engine(parsed, pool_pre_ping=True, json_serializer=serialize_json)
-    database_file = _sqlite_file(parsed)
+    database_file = sqlite_file(parsed)
     if database_file is not None:
         _create_private(database_file)
     engine = create_engine(
@@ -55,7 +55,7 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
-def _sqlite_file(url: URL) -> Path | None:
+def sqlite_file(url: URL) -> Path | None:
     """The file of a SQLite database named by its path; None for another backend, an in-memory
     database or a `file:` URI."""
     database = url.database
@@ -77,7 +77,7 @@ def database_has_table(url: str, table: str) -> bool:
     """Whether the database at `url` has `table`, asked over a plain connection: the pragmas
     `make_engine` sets on SQLite would write to the file (a reader must leave it as it is), and a
     SQLite file that does not exist is not asked at all (connecting would create it)."""
-    database_file = _sqlite_file(make_url(url))
+    database_file = sqlite_file(make_url(url))
     if database_file is not None and not database_file.exists():
         return False
     probe = create_engine(url)

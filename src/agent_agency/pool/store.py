@@ -6,6 +6,7 @@ import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -26,7 +27,13 @@ from sqlalchemy.engine import make_url
 from agent_agency.config import PoolSettings
 from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer
-from agent_agency.pool.engine import RawJson, database_has_table, make_engine, serialize_json
+from agent_agency.pool.engine import (
+    RawJson,
+    database_has_table,
+    make_engine,
+    serialize_json,
+    sqlite_file,
+)
 from agent_agency.pool.migrate import migrate
 from agent_agency.pool.outcomes import (
     final_evaluations,
@@ -453,6 +460,11 @@ class Store:
     @property
     def engine(self) -> Engine:
         return self._engine
+
+    @property
+    def sqlite_file(self) -> Path | None:
+        """The file of a SQLite pool; None for PostgreSQL, an in-memory database, a `file:` URI."""
+        return sqlite_file(self._engine.url)
 
     def close(self) -> None:
         self._engine.dispose()
