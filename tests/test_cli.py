@@ -380,8 +380,8 @@ def test_a_config_path_that_is_no_text_file_is_a_clear_error(
             "error: --agent: 'sim-good@1' names sim-good@1 a second time",
         ),
         (["--builtin", "nope"], "error: --builtin: unknown suite 'nope'; built-in suites: "),
-        (["--tasks", "0"], "Invalid value for '--tasks'"),
-        (["--concurrency", "0"], "Invalid value for '--concurrency'"),
+        (["--tasks", "0"], "error: --tasks: '0' should be greater than or equal to 1"),
+        (["--concurrency", "x"], "error: --concurrency: 'x' should be a valid integer"),
     ],
 )
 def test_a_bad_run_option_is_named_as_typed(
@@ -917,3 +917,37 @@ def test_audit_help_names_no_deployments_which_do_not_exist_yet() -> None:
         assert "deploy" not in result.output.lower(), command
     described = runner.invoke(app, ["audit", "--help"], env={"COLUMNS": "200"}).output
     assert "Audit trail of routing decisions and evaluations." in described
+
+
+@pytest.mark.parametrize(
+    ("args", "line", "command"),
+    [
+        (["nosuch"], "error: No such command 'nosuch'.", "agency"),
+        (["run", "--foo"], "error: No such option: --foo", "agency run"),
+        (["routing", "evaluate"], "error: Missing option '--policy'.", "agency routing evaluate"),
+        (
+            ["stats", "--since", "xyz"],
+            "error: --since: 'xyz' is neither a duration like 7d/24h/30m nor an ISO date",
+            "agency stats",
+        ),
+        (
+            ["pool", "stats", "--days", "x"],
+            "error: --days: 'x' should be a valid integer",
+            "agency pool stats",
+        ),
+        (
+            ["pool", "ingest", "missing.jsonl"],
+            "error: FILE: missing.jsonl does not exist",
+            "agency pool ingest",
+        ),
+    ],
+)
+def test_a_usage_error_is_one_error_line_with_the_help_hint(
+    workdir: Path, args: list[str], line: str, command: str
+) -> None:
+    result = runner.invoke(app, args, prog_name="agency")
+    assert result.exit_code == 2
+    lines = result.output.splitlines()
+    assert line in lines
+    assert lines[-1] == f"Try '{command} --help' for help."
+    assert "╭" not in result.output and "Input should be" not in result.output

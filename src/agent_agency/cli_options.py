@@ -18,6 +18,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from typer.core import TyperGroup
 
@@ -239,7 +240,34 @@ def url_label() -> str:
 
 class AgencyGroup(TyperGroup):
     """The `agency` command group. A SQLite database another process keeps locked ends any
-    command that meets it, wherever it does, with that said (exit status 2), not a traceback."""
+    command that meets it, wherever it does, with that said (exit status 2), not a traceback.
+    Usage errors (a bad or missing option, an unknown command) are printed as every other error
+    is, on one line after "error:", with the command's help hint."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if not standalone_mode:
+            return super().main(
+                args, prog_name, complete_var, standalone_mode, windows_expand_args, **extra
+            )
+        try:  # not standalone: the errors come out here instead of in Typer's boxes
+            outcome = super().main(
+                args, prog_name, complete_var, False, windows_expand_args, **extra
+            )
+        except typer.TyperException as error:
+            _print_usage_error(error)
+            sys.exit(getattr(error, "exit_code", 1))
+        except typer.Abort:
+            err_console.print("[red]aborted[/red]")
+            sys.exit(1)
+        sys.exit(outcome if isinstance(outcome, int) else 0)  # an int: the code of an Exit
 
     def invoke(self, ctx: Any) -> Any:  # a click context of the click Typer bundles
         from sqlalchemy.exc import SQLAlchemyError
@@ -251,6 +279,47 @@ class AgencyGroup(TyperGroup):
                 raise
             reason = database_error_reason(error, _database_url.get())
             raise fail(f"{url_label()}: {reason}") from None
+
+
+def _print_usage_error(error: typer.TyperException) -> None:
+    """`error: MESSAGE` and, for a usage error, the hint to the command's help. A command called
+    without the arguments it needs has printed its help already (`no_args_is_help`)."""
+    if type(error).__name__ == "NoArgsIsHelpError":
+        return
+    err_console.print(f"[red]error:[/red] {usage_error_message(error)}", highlight=False)
+    context = getattr(error, "ctx", None)
+    if context is not None and context.command.get_help_option(context) is not None:
+        err_console.print(
+            f"Try '{context.command_path} {context.help_option_names[0]}' for help.",
+            highlight=False,
+        )
+
+
+def usage_error_message(error: typer.TyperException) -> str:
+    """The error's message; a bad value's led by its option or argument, as `fail` words one,
+    saying what was given and what it should be where Typer's pydantic conversion refused it."""
+    message = str(error.format_message())
+    if message.startswith("Invalid value: "):  # raised by our own check, which names the field
+        return message.removeprefix("Invalid value: ")
+    if not message.startswith("Invalid value for "):
+        return message  # a missing option, an unknown command: click's words name them
+    param = getattr(error, "param", None)
+    hint = getattr(error, "param_hint", None)
+    name = _param_name(param) if param is not None else hint if isinstance(hint, str) else None
+    cause = error.__cause__
+    if name is None:
+        return message
+    if isinstance(cause, ValidationError) and cause.errors():
+        problem = cause.errors()[0]
+        should = problem["msg"].removeprefix("Input should be ").split(", ")[0]
+        return f"{name}: {problem['input']!r} should be {should}"
+    return f"{name}: {getattr(error, 'message', message)}"
+
+
+def _param_name(param: Any) -> str:
+    """An option by its long name (`--tasks`), an argument by its metavar (`FILE`)."""
+    long_names = [opt for opt in param.opts if opt.startswith("--")]
+    return str(long_names[0]) if long_names else str(param.name).upper()
 
 
 def load_settings(config: Path | None, db: str | None = None) -> AgencyConfig:

@@ -430,13 +430,13 @@ def _counts(totals: dict[str, int]) -> str:
 def _lines_of(path: Path) -> int:
     """How many lines the file to ingest has; a usage error when it is no readable file."""
     if not path.exists():
-        raise typer.BadParameter(f"path: {path} does not exist")
+        raise typer.BadParameter(f"FILE: {path} does not exist")
     if not path.is_file():
-        raise typer.BadParameter(f"path: {path} is not a file")
+        raise typer.BadParameter(f"FILE: {path} is not a file")
     try:
         return count_lines(path)
     except OSError as error:
-        raise typer.BadParameter(f"path: cannot read {path}: {error.strerror}") from None
+        raise typer.BadParameter(f"FILE: cannot read {path}: {error.strerror}") from None
 
 
 def _unreadable_note(lines: int) -> str:
