@@ -182,6 +182,15 @@ def test_storage_url_must_parse() -> None:
         parse_config({"storage": {"url": "nonsense"}})
 
 
+def test_storage_url_must_name_a_kind_of_database_sqlalchemy_knows() -> None:
+    with pytest.raises(ConfigError) as error:
+        parse_config({"storage": {"url": "postgres://someone@localhost/db"}})
+    assert (
+        "storage.url: 'postgres://someone@localhost/db' names no kind of database SQLAlchemy "
+        "knows ('postgres'; expected e.g. sqlite:///agency.db or postgresql+psycopg://user@host/db)"
+    ) in str(error.value)
+
+
 def test_judge_must_name_a_configured_agent() -> None:
     with pytest.raises(ConfigError, match=r"evaluation\.judges\.0\.agent: unknown agent 'oracle'"):
         parse_config(

@@ -28,7 +28,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 from pydantic_core.core_schema import ErrorType
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from agent_agency.records import (
     AgentSpec,
@@ -455,14 +455,24 @@ class EvaluationSettings(Section):
                     yield f"gates.{task_type}.{index}.name", reason
 
 
+_DATABASE_URL_EXAMPLES = "sqlite:///agency.db or postgresql+psycopg://user@host/db"
+
+
 def check_database_url(url: str) -> str:
-    """`url` when SQLAlchemy can parse it; `ValueError` saying what is expected otherwise."""
+    """`url` when SQLAlchemy can parse it and knows its kind of database; `ValueError` saying what
+    is expected otherwise."""
     try:
-        make_url(url)
+        parsed = make_url(url)
     except (ArgumentError, ValueError):  # ValueError: a port that is no number
         raise ValueError(
-            f"{url!r} is not a database URL "
-            "(expected e.g. sqlite:///agency.db or postgresql+psycopg://user@host/db)"
+            f"{url!r} is not a database URL (expected e.g. {_DATABASE_URL_EXAMPLES})"
+        ) from None
+    try:
+        parsed.get_dialect()
+    except NoSuchModuleError:  # e.g. postgres://, which libpq takes but SQLAlchemy does not
+        raise ValueError(
+            f"{url!r} names no kind of database SQLAlchemy knows ({parsed.drivername!r}; "
+            f"expected e.g. {_DATABASE_URL_EXAMPLES})"
         ) from None
     return url
 
