@@ -35,6 +35,7 @@ def test_cli_ingest_stats_quarantine_compact(db_url: str, tmp_path: Path) -> Non
     result = runner.invoke(pool_app, ["stats", "--db", db_url, "--by", "agent"])
     assert result.exit_code == 0, result.output
     assert "33.3%" in result.output and "below the 95% target" in result.output
+    assert "type 1, bounds 1" in result.output, "quarantined inputs per gate"
     result = runner.invoke(pool_app, ["stats", "--db", db_url, "--by", "tenant"])
     assert result.exit_code != 0 and "--by" in result.output
 

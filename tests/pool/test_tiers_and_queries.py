@@ -4,7 +4,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from pool_records import T0, make_point
+from pool_records import T0, make_point, unvalidated
 from sqlalchemy import func, select
 
 from agent_agency.config import PoolSettings
@@ -136,12 +136,21 @@ def test_validate_quality_and_collection_metrics(store: Store) -> None:
     report = validate_quality([*good, bad])
     assert (report.total, report.clean, report.clean_percentage) == (20, 19, 95.0)
     assert collection_metrics(store).valid_data_percentage is None, "no data: no percentage"
-    store.ingest([*good, bad, {"id": "broken"}])
+    out_of_bounds = unvalidated(make_point("oob"), "evaluation.quality_score", 1.5)
+    store.ingest([*good, bad, {"id": "broken"}, out_of_bounds])
     metrics = collection_metrics(store)
     assert metrics.data_points == 19
-    assert metrics.quarantined == 2
-    assert metrics.valid_data_percentage == pytest.approx(100 * 19 / 21)
-    assert metrics.schema_validation_failures == 1
+    assert metrics.quarantined == 3
+    assert metrics.valid_data_percentage == pytest.approx(100 * 19 / 22)
+    assert metrics.schema_validation_failures == 2, "completeness and bounds are the schema's"
+    assert metrics.quarantined_by_gate == {
+        "completeness": 1,
+        "type": 0,
+        "bounds": 1,
+        "consistency": 1,
+        "privacy": 0,
+        "retention": 0,
+    }
     assert metrics.data_points_per_day == {T0.date().isoformat(): 19}
     assert metrics.complexity_distribution == {"trivial": 0, "standard": 19, "complex": 0}
     assert metrics.agents_covered == 1

@@ -41,6 +41,7 @@ from agent_agency.pool.jsonl_batches import LineBatch, count_lines, read_batches
 from agent_agency.pool.prepare import IngestReport
 from agent_agency.pool.queries import (
     AGGREGATES,
+    CollectionMetrics,
     collection_metrics,
     get_system_statistics,
     simulated_agents,
@@ -140,6 +141,7 @@ def stats(
         ("clean data (accepted of all)", clean),
         ("privacy violations caught", metrics.privacy_violations),
         ("schema validation failures", metrics.schema_validation_failures),
+        ("quarantined by gate (one input may fail several)", _by_gate(metrics)),
         ("agents covered", metrics.agents_covered),
         ("task types covered", metrics.task_types_covered),
         ("complexity (hot + warm only)", json.dumps(metrics.complexity_distribution)),
@@ -418,6 +420,11 @@ def ingest(
             f"[red]nothing from {source} was stored: every line was rejected", soft_wrap=True
         )
         raise typer.Exit(1)
+
+
+def _by_gate(metrics: CollectionMetrics) -> str:
+    failed = [f"{gate} {n}" for gate, n in metrics.quarantined_by_gate.items() if n]
+    return ", ".join(failed) or "none"
 
 
 def _counts(totals: dict[str, int]) -> str:

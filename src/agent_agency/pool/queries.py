@@ -77,6 +77,12 @@ class QualityReport(BaseModel):
     )
 
 
+# The validation gates; each quarantine reason starts with its gate's name. The schema's own
+# gates (what `agency pool schema` states) are the first three.
+VALIDATION_GATES = ("completeness", "type", "bounds", "consistency", "privacy", "retention")
+SCHEMA_GATES = frozenset(VALIDATION_GATES[:3])
+
+
 class CollectionMetrics(BaseModel):
     """The seed's CollectionMetrics: volume, quality and coverage of what was collected.
 
@@ -94,12 +100,23 @@ class CollectionMetrics(BaseModel):
         description="accepted / (accepted + quarantined), target ≥ 95; None when there is neither"
     )
     privacy_violations: int
-    schema_validation_failures: int
+    schema_validation_failures: int = Field(
+        description="quarantined inputs failing the schema: its completeness, type or bounds gate"
+    )
+    quarantined_by_gate: dict[str, int] = Field(
+        description="quarantined inputs per validation gate that rejected them (an input may fail "
+        "several): " + ", ".join(VALIDATION_GATES)
+    )
     agents_covered: int
     task_types_covered: int
     complexity_distribution: dict[str, int] = Field(
         description="points held in full (hot and warm tiers) per complexity"
     )
+
+
+def failed_gates(reasons: list[str]) -> set[str]:
+    """The validation gates a quarantined input's reasons name (each reason starts 'gate: ')."""
+    return {reason.partition(":")[0] for reason in reasons}
 
 
 def utc_day(store: Store, column: Any) -> ColumnElement[Any]:
@@ -344,6 +361,10 @@ def collection_metrics(store: Store, time_range: timedelta | None = None) -> Col
         rejected = [list(row[0]) for row in connection.execute(reasons_query)]
     accepted = sum(per_agent.values())
     seen = accepted + len(rejected)
+    by_gate = {
+        gate: sum(gate in failed_gates(reasons) for reasons in rejected)
+        for gate in VALIDATION_GATES
+    }
     return CollectionMetrics(
         data_points=accepted,
         data_points_per_day=per_day,
@@ -351,10 +372,11 @@ def collection_metrics(store: Store, time_range: timedelta | None = None) -> Col
         data_points_per_task_type=per_type,
         quarantined=len(rejected),
         valid_data_percentage=100.0 * accepted / seen if seen else None,
-        privacy_violations=sum(any(r.startswith("privacy:") for r in rs) for rs in rejected),
+        privacy_violations=by_gate["privacy"],
         schema_validation_failures=sum(
-            any(r.startswith(("completeness:", "type:")) for r in rs) for rs in rejected
+            bool(failed_gates(reasons) & SCHEMA_GATES) for reasons in rejected
         ),
+        quarantined_by_gate=by_gate,
         agents_covered=len(per_agent),
         task_types_covered=len(per_type),
         complexity_distribution={
