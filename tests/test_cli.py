@@ -510,7 +510,6 @@ def test_stats_on_a_pool_of_ingested_points_points_to_pool_stats(workdir: Path) 
 @pytest.mark.parametrize(
     ("db", "reason"),
     [
-        ("foo://bar", "Can't load plugin: sqlalchemy.dialects:foo"),
         ("postgresql+psycopg://someone:secret@127.0.0.1:1/x", "Connection refused"),
         ("no-such-dir/x.db", "unable to open database file"),
         ("mysql+mysqldb://someone:secret@127.0.0.1:1/x", "its database driver is not installed"),
@@ -654,7 +653,10 @@ def test_an_unknown_database_kind_is_named_without_a_traceback(
 ) -> None:
     result = runner.invoke(app, [*command, "--db", "foo://bar"])
     assert result.exit_code == 2, result.output
-    assert "cannot open foo://bar: Can't load plugin: sqlalchemy.dialects:foo" in result.output
+    assert (
+        "error: --db: 'foo://bar' names no kind of database SQLAlchemy knows ('foo'; expected e.g. "
+        "sqlite:///agency.db or postgresql+psycopg://user@host/db)"
+    ) in " ".join(result.output.split())
 
 
 def test_an_empty_db_option_is_refused_rather_than_an_in_memory_database(workdir: Path) -> None:
