@@ -266,7 +266,7 @@ def replay(
 ) -> None:
     """Store records a run could not write (spilled to agency-unwritten-*.jsonl) into the pool."""
     from agent_agency.caws.audit import AuditLog
-    from agent_agency.tracking.tracker import read_spill, replay_spill
+    from agent_agency.tracking.tracker import ReplayRefused, read_spill, replay_spill
 
     settings = load_settings(config, db)
     try:
@@ -274,7 +274,10 @@ def replay(
     except (ValueError, OSError) as error:
         raise fail(error) from None
     with open_store(settings) as store:
-        report = replay_spill(entries, store, AuditLog(store.engine))
+        try:  # what needs the database is checked there, before anything is written
+            report = replay_spill(entries, store, AuditLog(store.engine))
+        except ReplayRefused as error:
+            raise fail(f"{path}: {error}") from None
     console.print(
         f"replayed {report.records} records from {path} into {settings.storage.url}: "
         f"{report.stored_now} stored now, {report.quarantined} quarantined, "

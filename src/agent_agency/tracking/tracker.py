@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import queue
 import tempfile
 import threading
@@ -284,7 +285,10 @@ class Tracker:
         for directory in (self._spill_dir, Path(tempfile.gettempdir())):
             path = directory / name
             try:
-                with path.open("a", encoding="utf-8") as handle:
+                # Owner-only, as the database: the records hold prompts and answers before
+                # anonymization.
+                descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                with os.fdopen(descriptor, "a", encoding="utf-8") as handle:
                     handle.write("".join(line + "\n" for line in lines))
             except OSError as error:
                 log.error("cannot spill to %s: %s", path, error)
@@ -318,7 +322,7 @@ class ReplaySink(RecordSink, Protocol):
 
     def stored_ids(self, records: Iterable[Recordable]) -> set[str]: ...
 
-    def ingest(self, points: Sequence[DataPoint]) -> IngestCounts: ...
+    def ingest(self, points: Sequence[DataPoint | Mapping[str, Any]]) -> IngestCounts: ...
 
 
 class ReplayAudit(AuditSink, Protocol):
@@ -327,7 +331,18 @@ class ReplayAudit(AuditSink, Protocol):
     def recorded_ids(self, kind: str, record_ids: Collection[str]) -> set[str]: ...
 
 
-SpilledEntry = tuple[Recordable, list[str]]  # a spilled record and its stages still due
+@dataclass(frozen=True)
+class SpilledEntry:
+    """A spilled record and its stages still due; for a data point also the JSON object the
+    file holds, which replay hands to the pool's ingest so its strict type gates judge it."""
+
+    record: Recordable
+    pending: list[str]
+    raw: Mapping[str, Any] | None = None
+
+
+class ReplayRefused(ValueError):
+    """A spill file replay would not store whole; raised before anything is written."""
 
 
 @dataclass
@@ -349,24 +364,27 @@ def replay_spill(
     pool (the record or its audit entry is there) is skipped, so replaying a file again stores
     nothing twice."""
     # A data point has its execution's id: each stage keeps the ids it holds apart.
+    records = [e.record for e in entries if not isinstance(e.record, DataPoint)]
     done: dict[str, set[str]] = {
-        "records": sink.stored_ids(r for r, _ in entries if not isinstance(r, DataPoint)),
+        "records": sink.stored_ids(records),
         "audit": _audited_ids(
-            audit, _batch_of(r for r, stages in entries if "audit" in stages).audit_items()
+            audit, _batch_of(e.record for e in entries if "audit" in e.pending).audit_items()
         ),
-        "points": sink.stored_ids(r for r, _ in entries if isinstance(r, DataPoint)),
+        "points": sink.stored_ids(e.record for e in entries if isinstance(e.record, DataPoint)),
     }
-    due: dict[str, list[Recordable]] = {stage: [] for stage in _STAGES}
+    due: dict[str, list[SpilledEntry]] = {stage: [] for stage in _STAGES}
     already_stored = stored_now = 0  # data points are counted by what ingest made of them
-    for record, stages in entries:
-        todo = [stage for stage in stages if record.id not in done[stage]]
+    for entry in entries:
+        record = entry.record
+        todo = [stage for stage in entry.pending if record.id not in done[stage]]
         if not todo:
             already_stored += 1
         elif not isinstance(record, DataPoint):
             stored_now += 1
         for stage in todo:
-            due[stage].append(record)
+            due[stage].append(entry)
             done[stage].add(record.id)  # a record the file holds twice is stored once
+    _check_executions(records, [e.record for e in due["records"]], sink)
     points = _store_due(due, sink, audit)
     return ReplayReport(
         records=len(entries),
@@ -376,11 +394,41 @@ def replay_spill(
     )
 
 
+def _check_executions(
+    in_file: Sequence[Recordable], due: Sequence[Recordable], sink: ReplaySink
+) -> None:
+    """`ReplayRefused` when an evaluation due to be stored has an execution neither in the file
+    nor in the pool: the store would refuse it mid-replay."""
+    held = {record.id for record in in_file if isinstance(record, Execution)}
+    wanted = {r.id: r.execution_id for r in due if isinstance(r, Evaluation)}
+    missing = set(wanted.values()) - held
+    if missing:
+        # `stored_ids` reads only each record's type and id: the other fields are placeholders.
+        probes = (
+            Execution.model_construct(id=i, task_id="", task_type="", agent="")
+            for i in sorted(missing)
+        )
+        missing -= sink.stored_ids(probes)
+    if missing:
+        orphans = sorted(i for i, execution_id in wanted.items() if execution_id in missing)
+        raise ReplayRefused(
+            f"evaluation(s) {_first_few(orphans)} refer to execution(s) {_first_few(missing)} "
+            "neither in the file nor in the database; replay the spill file that holds them "
+            "first (or into the database that does): nothing was stored"
+        )
+
+
+def _first_few(ids: Collection[str], shown: int = 3) -> str:
+    ordered = sorted(ids)
+    more = len(ordered) - shown
+    return ", ".join(ordered[:shown]) + (f" and {more} more" if more > 0 else "")
+
+
 def _store_due(
-    due: Mapping[str, Sequence[Recordable]], sink: ReplaySink, audit: AuditSink
+    due: Mapping[str, Sequence[SpilledEntry]], sink: ReplaySink, audit: AuditSink
 ) -> IngestCounts | None:
     """Store the records due at each stage; what became of the points (None when none were)."""
-    batch = _batch_of(due["records"])
+    batch = _batch_of(entry.record for entry in due["records"])
     sink.write_records(
         decisions=batch.decisions,
         executions=batch.executions,
@@ -388,8 +436,14 @@ def _store_due(
         spans=batch.spans,
     )
     if due["audit"]:
-        audit.append_many(_batch_of(due["audit"]).audit_items())
-    points = [record for record in due["points"] if isinstance(record, DataPoint)]
+        audit.append_many(_batch_of(entry.record for entry in due["audit"]).audit_items())
+    # The JSON object as spilled, not the record read leniently from it: ingest's strict type
+    # gates quarantine "true" for a boolean as `agency pool ingest` does.
+    points: list[DataPoint | Mapping[str, Any]] = [
+        entry.raw if entry.raw is not None else entry.record
+        for entry in due["points"]
+        if isinstance(entry.record, DataPoint)
+    ]
     return sink.ingest(points) if points else None
 
 
@@ -447,4 +501,5 @@ def _spilled_entry(text: str, *, where: str) -> SpilledEntry:
             for item in error.errors()
         )
         raise ValueError(f"{where}: {'; '.join(problems)}") from None
-    return record, pending
+    raw = entry["record"] if isinstance(record, DataPoint) else None
+    return SpilledEntry(record, pending, raw)
