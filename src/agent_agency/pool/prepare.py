@@ -28,9 +28,11 @@ from agent_agency.pool.pii import redact
 from agent_agency.pool.storable_text import storable
 from agent_agency.pool.timestamps import to_utc
 from agent_agency.pool.validation import (
+    MAX_NESTING,
     RawPoint,
     batch_string_reasons,
     identifier_entities,
+    nesting_depth,
     parse_point,
     structural_reasons,
     timestamp_reasons,
@@ -115,15 +117,35 @@ def _storable_json(value: Any) -> Any:
 
 
 def _as_payload(raw: RawPoint) -> Any:
-    """What quarantine keeps of a rejected point (scrubbed of PII before it is stored)."""
+    """What quarantine keeps of a rejected point (scrubbed of PII before it is stored): what is
+    nested more than `MAX_NESTING` levels deep cut off (`_cut`), so that no later step recurses
+    deeper than that."""
     if isinstance(raw, DataPoint):
         return raw.model_dump(mode="json")
+    payload: Any = raw
     if isinstance(raw, str):
         try:
-            return json.loads(raw)
-        except json.JSONDecodeError:
+            payload = json.loads(raw)
+        except (json.JSONDecodeError, RecursionError):
             return {"unparsed_text": raw}
-    return raw
+    if nesting_depth(payload, MAX_NESTING) > MAX_NESTING:
+        return _cut(payload, MAX_NESTING)
+    return payload
+
+
+TOO_DEEP_MARK = f"(nested more than {MAX_NESTING} levels deep: not kept)"
+
+
+def _cut(value: Any, levels: int) -> Any:
+    """A copy of JSON `value` with the objects and arrays below its first `levels` levels each
+    replaced by `TOO_DEEP_MARK` (recursion at most `levels` deep)."""
+    if isinstance(value, Mapping | list | tuple) and levels <= 0:
+        return TOO_DEEP_MARK
+    if isinstance(value, Mapping):
+        return {key: _cut(item, levels - 1) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_cut(item, levels - 1) for item in value]
+    return value
 
 
 def _own_id(raw: Any) -> str | None:

@@ -34,6 +34,33 @@ def _field(location: tuple[int | str, ...]) -> str:
 RawPoint = DataPoint | Mapping[str, Any] | str
 """A data point as ingest accepts it: a record, a decoded JSON object, or JSON text."""
 
+MAX_NESTING = 200
+"""The deepest nesting of objects and arrays a point may have, the point itself counting as one
+level: as deep as pydantic's JSON parser reads, so JSON text and decoded input are judged alike.
+A point nested deeper is a type error, checked before any step that recurses through it."""
+
+TOO_DEEP_FOR_DECODER = "nested deeper than Python's JSON decoder allows"
+
+
+def nesting_depth(value: object, limit: int | None = None) -> int:
+    """How deeply objects and arrays nest in `value` (0 for a scalar, 1 for a flat object or
+    array), walked with an explicit stack, never recursion; stops counting once past `limit`."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Iterator[object] = iter(item.values())
+        elif isinstance(item, list | tuple):
+            children = iter(item)
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if limit is not None and deepest > limit:
+            return deepest
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
 
 def parse_point(raw: RawPoint) -> tuple[DataPoint | None, list[str]]:
     """The typed point, or None with reasons from the completeness, type and bounds gates."""
@@ -54,16 +81,24 @@ def parse_point(raw: RawPoint) -> tuple[DataPoint | None, list[str]]:
             raw = json.loads(raw)
         except json.JSONDecodeError as error:
             return None, [f"type: (point): not valid JSON: {error}"]
+        except RecursionError:
+            return None, [f"type: (point): not valid JSON: {TOO_DEEP_FOR_DECODER}"]
     if not isinstance(raw, Mapping):
         return None, [f"type: (point): expected a JSON object, got {type(raw).__name__}"]
+    too_deep = [f"type: (point): nested more than {MAX_NESTING} levels deep"]
     try:
         # a mapping is judged as the JSON it stands for, by the same strict rules as JSON text
         text = json.dumps(raw, default=_json_value)
+    except RecursionError:
+        return None, too_deep
     except (TypeError, ValueError) as error:
         return None, [f"type: (point): not a JSON object: {error}"]
     try:
         return _strict_point(text), []
     except ValidationError as error:
+        # the depth is measured only here: a point nested too deep is one pydantic rejects
+        if nesting_depth(raw, MAX_NESTING) > MAX_NESTING:
+            return None, too_deep
         return None, _gate_reasons(error)
 
 
