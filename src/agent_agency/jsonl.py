@@ -44,3 +44,20 @@ def read_lines(path: Path) -> Iterator[tuple[int, str]]:
             raise ValueError(f"{path}:{number}: {problem}")
         if text.strip():
             yield number, text
+
+
+_JSON_TYPE_NAMES = {
+    "NoneType": "null",
+    "bool": "a boolean",
+    "int": "a number",
+    "float": "a number",
+    "str": "a string",
+    "list": "an array",
+}
+
+
+def not_an_object(value: object) -> str:
+    """What a line that should hold a JSON object is told when `value`, decoded from it, is
+    something else, in JSON's own words ('expected a JSON object, got an array')."""
+    kind = type(value).__name__
+    return f"expected a JSON object, got {_JSON_TYPE_NAMES.get(kind, kind)}"

@@ -83,7 +83,7 @@ def test_store_ingest_rejects_deep_text_and_mappings(store: Store) -> None:
     assert report.reasons["#2"] == [UNDECODABLE]
     assert report.reasons["mapping"] == [TOO_DEEP]
     assert report.reasons["barely"] == [TOO_DEEP]
-    assert report.reasons["#5"] == ["type: (point): expected a JSON object, got list"]
+    assert report.reasons["#5"] == ["type: (point): expected a JSON object, got an array"]
 
 
 def test_nesting_depth_needs_no_recursion() -> None:

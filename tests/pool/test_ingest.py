@@ -88,7 +88,7 @@ def test_malformed_points_are_quarantined_with_every_reason(store: Store) -> Non
     assert report.reasons["missing"] == ["completeness: task.prompt: Field required"]
     assert any(r.startswith("bounds: execution.latency_ms") for r in report.reasons["negative"])
     assert any(r.startswith("bounds: evaluation.quality_score") for r in report.reasons["negative"])
-    assert report.reasons["#3"] == ["type: (point): expected a JSON object, got int"]
+    assert report.reasons["#3"] == ["type: (point): expected a JSON object, got a number"]
     assert report.reasons["#4"][0].startswith("type: (point): not valid JSON: Expecting value")
     assert report.positions == {"missing": 1, "negative": 2, "#3": 3, "#4": 4}
     assert count(store, schema.quarantine) == 4

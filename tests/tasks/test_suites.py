@@ -52,7 +52,7 @@ def test_load_valid_file_skips_blank_lines(tmp_path: Path) -> None:
     ("line", "message"),
     [
         ('{"id": "a-2", "type": ', r"tasks.jsonl:2: malformed JSON"),
-        ("[1, 2]", r"tasks.jsonl:2: expected a JSON object, got list"),
+        ("[1, 2]", r"tasks.jsonl:2: expected a JSON object, got an array"),
         (
             json.dumps({k: v for k, v in GOOD.items() if k != "prompt"}),
             r":2: prompt: Field required",
@@ -291,4 +291,4 @@ def test_a_task_file_s_problems_are_listed_up_to_a_bound(tmp_path: Path) -> None
         load_suite_file(path)
     reported = str(error.value).splitlines()
     assert len(reported) == 21 and reported[-1] == "… and 5 more"
-    assert reported[0] == f"{path}:1: expected a JSON object, got list"
+    assert reported[0] == f"{path}:1: expected a JSON object, got an array"

@@ -283,7 +283,7 @@ VALID_SPILL_LINE = json.dumps(
     ("line", "message"),
     [
         (b"not json", "bad.jsonl:2: malformed JSON: Expecting value (column 1)"),
-        (b"[1]", "bad.jsonl:2: expected a JSON object, got list"),
+        (b"[1]", "bad.jsonl:2: expected a JSON object, got an array"),
         (
             b'{"kind": "Nope", "pending": [], "record": {}}',
             "bad.jsonl:2: kind: unknown record kind 'Nope' (expected one of: RoutingDecision, "

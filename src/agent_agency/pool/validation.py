@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agent_agency.jsonl import not_an_object
 from agent_agency.pool.pii import checksum_entities, pii_entities, redact
 from agent_agency.pool.storable_text import unstorable_reason
 from agent_agency.pool.timestamps import to_utc
@@ -84,7 +85,7 @@ def parse_point(raw: RawPoint) -> tuple[DataPoint | None, list[str]]:
         except RecursionError:
             return None, [f"type: (point): not valid JSON: {TOO_DEEP_FOR_DECODER}"]
     if not isinstance(raw, Mapping):
-        return None, [f"type: (point): expected a JSON object, got {type(raw).__name__}"]
+        return None, [f"type: (point): {not_an_object(raw)}"]
     too_deep = [f"type: (point): nested more than {MAX_NESTING} levels deep"]
     try:
         # a mapping is judged as the JSON it stands for, by the same strict rules as JSON text

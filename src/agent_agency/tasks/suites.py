@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from agent_agency.jsonl import read_lines
+from agent_agency.jsonl import not_an_object, read_lines
 from agent_agency.records import SplitChoice, Task, error_reason
 from agent_agency.tasks.graders import GraderError, validate_grader_spec
 from agent_agency.tasks.humaneval import SUITE as HUMANEVAL_SUITE
@@ -42,7 +42,7 @@ def parse_task_line(text: str, *, source: str, line: int) -> Task:
             f"{where}: malformed JSON: {error.msg} (column {error.colno})"
         ) from None
     if not isinstance(data, dict):
-        raise TaskFileError(f"{where}: expected a JSON object, got {type(data).__name__}")
+        raise TaskFileError(f"{where}: {not_an_object(data)}")
     try:
         task = Task.model_validate(data)
     except ValidationError as error:

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from agent_agency.db_errors import database_error_reason
-from agent_agency.jsonl import read_lines
+from agent_agency.jsonl import not_an_object, read_lines
 from agent_agency.records import DataPoint, Evaluation, Execution, Record, RoutingDecision, Span
 
 log = logging.getLogger(__name__)
@@ -476,7 +476,7 @@ def _spilled_entry(text: str, *, where: str) -> SpilledEntry:
     except json.JSONDecodeError as error:
         raise ValueError(f"{where}: malformed JSON: {error.msg} (column {error.colno})") from None
     if not isinstance(entry, dict):
-        raise ValueError(f"{where}: expected a JSON object, got {type(entry).__name__}")
+        raise ValueError(f"{where}: {not_an_object(entry)}")
     missing = [name for name in ("kind", "pending", "record") if name not in entry]
     if missing:
         raise ValueError(f"{where}: {', '.join(missing)}: missing")
