@@ -363,11 +363,13 @@ def open_store(settings: AgencyConfig, *, create: bool = True, writes: bool | No
     exist, or a database without the pool's tables, is then an error: it holds nothing to read
     and is left as it is. A command that `writes` (default: one that may create the database)
     exits 2 at once where another process keeps a SQLite database locked, rather than failing at
-    its first write."""
+    its first write. Such a command loads the tenant secret first: a secret file that cannot be
+    used exits 2 before the database is touched."""
     from alembic.util.exc import CommandError
     from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
     from agent_agency.pool.store import NoPool, Store
+    from agent_agency.pool.tenant_secret import TenantSecretError, load_tenant_secret
 
     url = settings.storage.url
     try:
@@ -379,6 +381,12 @@ def open_store(settings: AgencyConfig, *, create: bool = True, writes: bool | No
         raise fail(
             f"{url_label()}: no database at {missing} (from {shown}); {CREATE_DATABASE_HINT}"
         )
+    writing = create if writes is None else writes
+    if writing:
+        try:
+            load_tenant_secret(settings.pool)
+        except TenantSecretError as error:
+            raise fail(error) from None
     try:
         store = Store.open(url, settings.pool, create=create)
     except NoPool:
@@ -387,7 +395,7 @@ def open_store(settings: AgencyConfig, *, create: bool = True, writes: bool | No
         ) from None
     except (SQLAlchemyError, CommandError, ImportError) as error:
         raise cannot_open(url, error) from None
-    if create if writes is None else writes:
+    if writing:
         try:
             _take_the_write_lock(store)
         except SQLAlchemyError as error:
