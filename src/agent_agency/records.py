@@ -26,6 +26,14 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def to_utc(moment: datetime) -> datetime:
+    """`moment` as an aware UTC datetime (a naive one is taken to be UTC already, as SQLite hands
+    the pool's UTC timestamps back naive)."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
 def invalid(reason: str, *, field: str | None = None) -> PydanticCustomError:
     """A validation error whose message is `reason` alone (a ValueError's reads 'Value error,
     reason'). A validator of a whole model names the field at fault, below the model, as
@@ -566,7 +574,7 @@ class RLLabels(Record):
 
 class DataPoint(Record):
     id: RecordId
-    timestamp: datetime
+    timestamp: Annotated[datetime, AfterValidator(to_utc)]  # in UTC, a naive one taken as UTC
     task: TaskContext
     routing: RoutingContext
     execution: ExecutionMetrics

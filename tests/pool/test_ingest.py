@@ -3,7 +3,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import hmac
-from datetime import timedelta
+from datetime import timedelta, timezone
 from typing import Any
 
 import pytest
@@ -14,6 +14,7 @@ from agent_agency.config import AnonymizationPolicy, PoolSettings
 from agent_agency.pool import schema
 from agent_agency.pool import store as store_module
 from agent_agency.pool.prepare import collector_paused
+from agent_agency.pool.queries import BatchCriteria, get_batch
 from agent_agency.pool.store import BUDGET_EXHAUSTED, Store
 from agent_agency.records import DataPoint, utcnow
 
@@ -198,3 +199,16 @@ def test_the_garbage_collector_is_paused_for_a_batch_and_restored(store: Store) 
     finally:
         gc.enable()
     assert store.ingest([make_point("while-enabled")]).accepted == 1 and gc.isenabled()
+
+
+def test_timestamps_are_stored_and_read_back_in_utc(store: Store) -> None:
+    """A naive timestamp is taken as UTC and one with an offset is converted: points read back
+    compare and sort with each other (naive and aware datetimes cannot)."""
+    naive = make_point("naive").model_dump(mode="json")
+    naive["timestamp"] = T0.replace(tzinfo=None).isoformat()
+    offset = make_point("offset").model_dump(mode="json")
+    offset["timestamp"] = T0.astimezone(timezone(timedelta(hours=5))).isoformat()
+    assert store.ingest([naive, offset]).accepted == 2
+    read = get_batch(store, BatchCriteria())
+    assert [point.timestamp for point in read] == [T0, T0]
+    assert all(point.timestamp.utcoffset() == timedelta(0) for point in read)

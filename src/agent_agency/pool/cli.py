@@ -52,8 +52,7 @@ from agent_agency.pool.storable_text import storable
 from agent_agency.pool.store import Store
 from agent_agency.pool.tiers import CompactReport
 from agent_agency.pool.tiers import compact as compact_tiers
-from agent_agency.pool.timestamps import to_utc
-from agent_agency.records import DataPoint
+from agent_agency.records import DataPoint, to_utc
 
 pool_app = typer.Typer(help="The benchmark data pool: statistics, quarantine, tiers, ingest.")
 console = Console()

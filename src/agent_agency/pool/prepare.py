@@ -26,7 +26,6 @@ from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.engine import RawJson
 from agent_agency.pool.pii import redact
 from agent_agency.pool.storable_text import storable
-from agent_agency.pool.timestamps import to_utc
 from agent_agency.pool.validation import (
     MAX_NESTING,
     RawPoint,
@@ -37,7 +36,7 @@ from agent_agency.pool.validation import (
     structural_reasons,
     timestamp_reasons,
 )
-from agent_agency.records import DataPoint, utcnow
+from agent_agency.records import DataPoint, to_utc, utcnow
 
 
 class IngestReport(BaseModel):

@@ -20,9 +20,8 @@ from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.prepare import prepare_batch
 from agent_agency.pool.store import Store, check_points
-from agent_agency.pool.timestamps import to_utc
 from agent_agency.pool.validation import RawPoint
-from agent_agency.records import DataPoint, Evaluation, utcnow
+from agent_agency.records import DataPoint, Evaluation, to_utc, utcnow
 
 AggregateBy = Literal["agent", "task_type", "complexity", "day"]
 AGGREGATES: tuple[AggregateBy, ...] = get_args(AggregateBy)

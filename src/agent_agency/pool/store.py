@@ -52,7 +52,6 @@ from agent_agency.pool.prepare import (
 )
 from agent_agency.pool.reward_noise import RewardNoise
 from agent_agency.pool.tenant_secret import load_tenant_secret
-from agent_agency.pool.timestamps import to_utc
 from agent_agency.pool.validation import RawPoint
 from agent_agency.records import (
     DataPoint,
@@ -60,6 +59,7 @@ from agent_agency.records import (
     Execution,
     RoutingDecision,
     Span,
+    to_utc,
     utcnow,
 )
 

@@ -18,8 +18,7 @@ from sqlalchemy import Connection, and_, delete, func, select, update
 
 from agent_agency.pool import schema
 from agent_agency.pool.store import Store, dialect_insert
-from agent_agency.pool.timestamps import to_utc
-from agent_agency.records import utcnow
+from agent_agency.records import to_utc, utcnow
 
 _SUMMED = (
     "n",

@@ -22,8 +22,7 @@ from pydantic import ValidationError
 from agent_agency.jsonl import not_an_object
 from agent_agency.pool.pii import checksum_entities, pii_entities, redact
 from agent_agency.pool.storable_text import unstorable_reason
-from agent_agency.pool.timestamps import to_utc
-from agent_agency.records import MAX_COUNT, MAX_LATENCY_MS, DataPoint, RubricScores
+from agent_agency.records import MAX_COUNT, MAX_LATENCY_MS, DataPoint, RubricScores, to_utc
 
 _BOUND_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
 
