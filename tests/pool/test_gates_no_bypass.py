@@ -261,7 +261,7 @@ def test_timestamps_in_the_future_or_past_retention_are_quarantined(store: Store
     report = store.ingest([future, ancient, skewed])
     assert report.accepted == 1
     assert report.reasons["future"] == [
-        f"bounds: timestamp: {future.timestamp.isoformat()} is in the future"
+        f"retention: timestamp: {future.timestamp.isoformat()} is in the future"
     ]
     [retention] = report.reasons["ancient"]
     assert retention.startswith("retention: timestamp: ") and "pool.warm_days" in retention

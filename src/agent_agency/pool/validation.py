@@ -303,7 +303,7 @@ def timestamp_reasons(
     """
     timestamp = to_utc(point.timestamp)
     if timestamp > now + FUTURE_TOLERANCE:
-        return [f"bounds: timestamp: {timestamp.isoformat()} is in the future"]
+        return [f"retention: timestamp: {timestamp.isoformat()} is in the future"]
     if timestamp < now - max_age:
         return [
             f"retention: timestamp: {timestamp.isoformat()} is older than the "
