@@ -498,6 +498,11 @@ def test_stats_on_a_pool_of_ingested_points_points_to_pool_stats(workdir: Path) 
             "in the pool (`agency pool ingest`); `agency pool stats --db 'pool only.db'` "
             "summarises them."
         )
+    as_json = runner.invoke(app, ["stats", "--db", "pool only.db", "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    assert json.loads(as_json.output)["only_data_points"] is True
+    from_runs = runner.invoke(app, ["stats", "--db", "runs.db", "--json"])
+    assert json.loads(from_runs.output)["only_data_points"] is False
     evaluated = runner.invoke(
         app, ["routing", "evaluate", "--policy", "ucb1", "--db", "pool only.db"]
     )

@@ -347,6 +347,7 @@ def stats(
         document = {
             "summary": [row.model_dump(mode="json") for row in rows],
             "cancelled_executions": cancelled,
+            "only_data_points": points_only,  # no executions: only points `pool ingest` stored
             "judges": [
                 {**judge.model_dump(mode="json"), "agreement_rate": judge.agreement_rate}
                 for judge in judges
