@@ -694,9 +694,9 @@ above, {text_runs[2][1]:,.0f} after the first report ({text_runs[2][1] / two_cor
 that bound).
 {projection}
 That is a projection from these two measured rates: `bench_pool_cores.py` measures ingest where
-there are more cores (section "Benchmark data pool: ingest with more cores"). Records built in the ingesting process (`DataPoint`
-objects) are not sent to workers: pickling one there and back costs {pickle_us:.0f} µs of CPU,
-about as much as preparing it.
+there are more cores (section "Benchmark data pool: ingest with more cores"). Records built in
+the ingesting process (`DataPoint` objects) are not sent to workers: pickling one there and
+back costs {pickle_us:.0f} µs of CPU, about as much as preparing it.
 
 `pool.pii_phone_regions` narrows the regions; with `[US]` the rate is in the table. It is not
 the default because national formats of the other regions are then missed: measured on
