@@ -19,6 +19,7 @@ from typing import IO
 import pytest
 
 from agent_agency.cli_options import FORCED, STILL_STOPPING
+from scripted_config import ONE_SCRIPTED_AGENT
 
 WAIT_S = 60.0  # how long a step may take at most; each normally takes milliseconds
 
@@ -100,14 +101,6 @@ def slow_close(self):
 ScriptedBackend.complete = never_answer
 Store.close = slow_close
 app(args=["run", "--tasks", "2", "--concurrency", "1"], prog_name="agency")
-"""
-
-SCRIPTED_TEAM = """
-agents:
-  - name: sim-good
-    backend: scripted
-    skills: {"*": 0.9}
-    capabilities: [text, code, math, extraction, classification, tools]
 """
 
 
@@ -196,6 +189,18 @@ def start(tmp_path: Path) -> Iterator[type[Process]]:
         process.kill()
 
 
+def _asked_to_stop_twice(start: type[Process], tmp_path: Path, first: signal.Signals) -> Process:
+    """`STOPPABLE` stopped by `first`, then by Ctrl-C while it cleans up, once it says it still
+    stops."""
+    process = start(STOPPABLE, tmp_path / "release", tmp_path)
+    process.wait_for("ready")
+    process.signal(first)
+    process.wait_for("cleaning")
+    process.signal(signal.SIGINT)
+    process.wait_for(STILL_STOPPING, "stderr")
+    return process
+
+
 STOPS = [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
 
 
@@ -203,12 +208,7 @@ STOPS = [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated"
 def test_ctrl_c_during_the_clean_up_says_it_is_still_stopping_and_lets_it_finish(
     tmp_path: Path, start: type[Process], first: signal.Signals, status: int, outcome: str
 ) -> None:
-    process = start(STOPPABLE, tmp_path / "release", tmp_path)
-    process.wait_for("ready")
-    process.signal(first)
-    process.wait_for("cleaning")
-    process.signal(signal.SIGINT)
-    process.wait_for(STILL_STOPPING, "stderr")
+    process = _asked_to_stop_twice(start, tmp_path, first)
     process.release.touch()
     assert process.finish() == status, process.lines
     stdout = process.text("stdout")
@@ -221,12 +221,7 @@ def test_ctrl_c_during_the_clean_up_says_it_is_still_stopping_and_lets_it_finish
 def test_a_third_request_ending_with_ctrl_c_stops_at_once_without_a_traceback(
     tmp_path: Path, start: type[Process], first: signal.Signals, status: int, outcome: str
 ) -> None:
-    process = start(STOPPABLE, tmp_path / "release", tmp_path)
-    process.wait_for("ready")
-    process.signal(first)
-    process.wait_for("cleaning")
-    process.signal(signal.SIGINT)
-    process.wait_for(STILL_STOPPING, "stderr")
+    process = _asked_to_stop_twice(start, tmp_path, first)
     process.signal(signal.SIGINT)
     process.wait_for(FORCED, "stderr")
     assert process.finish() == 130, process.lines
@@ -253,7 +248,7 @@ def test_more_sigterms_during_the_clean_up_do_not_force_it(
 def test_agency_run_pressed_twice_records_what_it_ran_and_exits_130(
     tmp_path: Path, start: type[Process]
 ) -> None:
-    (tmp_path / "agency.yaml").write_text(SCRIPTED_TEAM, encoding="utf-8")
+    (tmp_path / "agency.yaml").write_text(ONE_SCRIPTED_AGENT, encoding="utf-8")
     process = start(AGENCY_RUN, tmp_path / "release", tmp_path)
     process.wait_for("ready")
     process.signal(signal.SIGINT)

@@ -14,16 +14,9 @@ from typer.testing import CliRunner
 from agent_agency.cli import app
 from agent_agency.config import ConfigError, PoolSettings
 from agent_agency.pool.tenant_secret import TenantSecretError, load_tenant_secret
+from scripted_config import ONE_SCRIPTED_AGENT
 
 runner = CliRunner()
-
-SCRIPTED_TEAM = """
-agents:
-  - name: sim-good
-    backend: scripted
-    skills: {"*": 0.9}
-    capabilities: [text, code, math, extraction, classification, tools]
-"""
 
 
 def _empty(tmp_path: Path) -> Path:
@@ -138,7 +131,7 @@ def test_replay_exits_2_before_creating_the_database(
 
 def test_run_exits_2_before_any_task(bad_secret: tuple[Path, str], tmp_path: Path) -> None:
     secret_file, reason = bad_secret
-    config = _config(tmp_path, secret_file, SCRIPTED_TEAM)
+    config = _config(tmp_path, secret_file, ONE_SCRIPTED_AGENT)
     result = runner.invoke(app, ["run", "--tasks", "1", "--config", str(config)])
     assert result.exit_code == 2, result.output
     _one_error_line(result.output, secret_file, reason)
