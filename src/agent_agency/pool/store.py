@@ -477,17 +477,22 @@ class Store:
 
     def stored_ids(self, records: Iterable[StoredRecord]) -> set[str]:
         """The ids of `records` that their tables already hold."""
-        by_table: dict[Table, list[str]] = {}
+        by_kind: dict[type[StoredRecord], list[str]] = {}
         for record in records:
-            by_table.setdefault(_RECORD_TABLES[type(record)], []).append(record.id)
+            by_kind.setdefault(type(record), []).append(record.id)
+        found: set[str] = set()
+        for kind, ids in by_kind.items():
+            found |= self.stored_ids_of(kind, ids)
+        return found
+
+    def stored_ids_of(self, kind: type[StoredRecord], ids: Sequence[str]) -> set[str]:
+        """Which of `ids` the table of records of `kind` (e.g. `Execution`) already holds."""
+        table = _RECORD_TABLES[kind]
         found: set[str] = set()
         with self._engine.connect() as connection:
-            for table, ids in by_table.items():
-                for start in range(0, len(ids), schema.IDS_PER_QUERY):
-                    chunk = ids[start : start + schema.IDS_PER_QUERY]
-                    found.update(
-                        connection.scalars(select(table.c.id).where(table.c.id.in_(chunk)))
-                    )
+            for start in range(0, len(ids), schema.IDS_PER_QUERY):
+                chunk = ids[start : start + schema.IDS_PER_QUERY]
+                found.update(connection.scalars(select(table.c.id).where(table.c.id.in_(chunk))))
         return found
 
     def write_records(

@@ -322,6 +322,8 @@ class ReplaySink(RecordSink, Protocol):
 
     def stored_ids(self, records: Iterable[Recordable]) -> set[str]: ...
 
+    def stored_ids_of(self, kind: type[Recordable], ids: Sequence[str]) -> set[str]: ...
+
     def ingest(self, points: Sequence[DataPoint | Mapping[str, Any]]) -> IngestCounts: ...
 
 
@@ -403,12 +405,7 @@ def _check_executions(
     wanted = {r.id: r.execution_id for r in due if isinstance(r, Evaluation)}
     missing = set(wanted.values()) - held
     if missing:
-        # `stored_ids` reads only each record's type and id: the other fields are placeholders.
-        probes = (
-            Execution.model_construct(id=i, task_id="", task_type="", agent="")
-            for i in sorted(missing)
-        )
-        missing -= sink.stored_ids(probes)
+        missing -= sink.stored_ids_of(Execution, sorted(missing))
     if missing:
         orphans = sorted(i for i, execution_id in wanted.items() if execution_id in missing)
         raise ReplayRefused(
