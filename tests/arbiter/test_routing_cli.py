@@ -222,9 +222,10 @@ def test_evaluate_names_simulated_agents(tmp_path: Path) -> None:
     assert "a@1 (simulated)" not in result.output
 
 
-def test_evaluate_on_an_empty_database_reports_clearly_and_closes_it(
+def test_evaluate_on_an_empty_database_says_there_is_nothing_yet_and_closes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Nothing to evaluate yet is no error, as `agency stats` on an empty database is none."""
     url = f"sqlite:///{tmp_path / 'empty.db'}"
     Store.open(url).close()  # migrated, with no decisions
     closed: list[Store] = []
@@ -239,10 +240,25 @@ def test_evaluate_on_an_empty_database_reports_clearly_and_closes_it(
         routing_app,
         ["evaluate", "--policy", "ucb1", "--db", url, "--config", str(_config(tmp_path))],
     )
-    assert result.exit_code == 1, result.output
-    assert "No logged decisions with outcomes" in result.output
-    assert isinstance(result.exception, SystemExit)  # no traceback
+    assert result.exit_code == 0, result.output
+    assert " ".join(result.output.split()) == (
+        f"No logged decisions with outcomes in {url} yet. Run `agency run` first."
+    )
     assert len(closed) == 1
+
+
+def test_evaluate_with_every_decision_left_out_says_why_without_failing(tmp_path: Path) -> None:
+    router = Router(settings(quality_weight=0.0), agents("a", "b"))
+    unfinished = router.decide(task(task_id="open"))
+    url = f"sqlite:///{tmp_path / 'pool.db'}"
+    with Store.open(url) as store:
+        store.write_records(decisions=[unfinished])
+    args = ["evaluate", "--policy", "ucb1", "--db", url, "--config", str(_config(tmp_path))]
+    result = CliRunner().invoke(routing_app, args)
+    assert result.exit_code == 0, result.output
+    assert " ".join(result.output.split()) == (
+        f"No logged decisions with outcomes in {url}; 1 decision left out: {NO_OUTCOME}."
+    )
 
 
 def test_evaluate_names_a_database_that_does_not_exist_and_creates_none(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from agent_agency.cli_options import (
     load_settings,
     one_of,
     open_store,
+    shown_url,
 )
 from agent_agency.pool.outcomes import final_evaluations, final_quality
 from agent_agency.pool.queries import simulated_agents, simulated_label, simulation_banner
@@ -181,6 +182,25 @@ def evaluation_warnings(result: PolicyEvaluation, n: int) -> list[str]:
     return []
 
 
+def left_out_notes(left_out: Counter[str]) -> list[str]:
+    return [f"{_decisions(n)} left out: {reason}" for reason, n in sorted(left_out.items())]
+
+
+def nothing_to_evaluate(url: str, left_out: Counter[str], points_only: bool, db: str | None) -> str:
+    """What `evaluate` says where no logged decision has an outcome to evaluate on: nothing to
+    report yet, as `agency stats` says of a database without executions, not an error."""
+    said = f"No logged decisions with outcomes in {shown_url(url)}"
+    if left_out:
+        return f"{said}; {'; '.join(left_out_notes(left_out))}."
+    if points_only:
+        return (
+            f"{said}: it holds only data points stored in the pool (`agency pool ingest`), which "
+            f"keep no routing log to evaluate on; `{command_for(db, 'agency pool stats')}` "
+            "summarises them."
+        )
+    return f"{said} yet. Run `agency run` first."
+
+
 def _estimand(target: ReplayedStrategy, n: int) -> str | None:
     """What the estimates of a learning strategy are of (the replay in `ope`'s docstring)."""
     if not target.learns:
@@ -206,24 +226,16 @@ def evaluate(
     """Estimate how POLICY would have done on the logged decisions (IPS, SNIPS, DR, 95% CI)."""
     strategy = RoutingStrategy(one_of("--policy", policy, STRATEGIES))
     settings = load_settings(config, db)
-    url = settings.storage.url
     console = Console()
     with open_store(settings, create=False) as store:
         read = read_logged_outcomes(store.engine)
         simulated = simulated_agents(store.engine)
-        points_only = not read.logs and store.holds_data_points()
+        points_only = not read.logs and not read.left_out and store.holds_data_points()
     logs = read.logs
     if not logs:
-        console.print(f"[red]No logged decisions with outcomes in {url}[/red]")
-        if points_only:
-            console.print(
-                "It holds only data points stored in the pool (`agency pool ingest`), which keep "
-                f"no routing log to evaluate on; `{command_for(db, 'agency pool stats')}` "
-                "summarises them.",
-                soft_wrap=True,
-                highlight=False,
-            )
-        raise typer.Exit(code=1)
+        message = nothing_to_evaluate(settings.storage.url, read.left_out, points_only, db)
+        console.print(message, soft_wrap=True, highlight=False, markup=False)
+        return
     banner = simulation_banner(simulated)
     if banner is not None:
         console.print(f"[yellow]{banner}[/yellow]", soft_wrap=True)
@@ -251,7 +263,7 @@ def evaluate(
     for note in clipped_notes(rows):
         console.print(note, soft_wrap=True, highlight=False)
     notes = [f"effective sample size {effective_sample_size_text(result.effective_sample_size)}"]
-    notes += [f"{_decisions(n)} left out: {reason}" for reason, n in sorted(read.left_out.items())]
+    notes += left_out_notes(read.left_out)
     agents = Counter(log.decision.selected_agent for log in logs)
     console.print(
         "logged decisions per agent: "
