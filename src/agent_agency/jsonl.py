@@ -46,6 +46,19 @@ def read_lines(path: Path) -> Iterator[tuple[int, str]]:
             yield number, text
 
 
+# A line that is all the opening bracket of JSON spread over lines, as the first line of
+# pretty-printed JSON is (`json.dump(..., indent=2)`, `jq .`): what the JSON is, and the jq
+# filter that writes it as JSON Lines.
+_OPENING_LINES = {"[": ("a JSON array", ".[]"), "{": ("a JSON object", ".")}
+
+
+def spread_json(first_line: str) -> tuple[str, str] | None:
+    """For the first non-blank line of an input that should be JSON Lines: what JSON it opens
+    and the jq filter that turns that into JSON Lines, when the line is nothing but an opening
+    bracket (never valid JSON on its own line); else None."""
+    return _OPENING_LINES.get(first_line.strip())
+
+
 _JSON_TYPE_NAMES = {
     "NoneType": "null",
     "bool": "a boolean",

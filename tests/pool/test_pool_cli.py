@@ -1,8 +1,12 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import threading
 from collections.abc import Iterable, Iterator
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -313,3 +317,116 @@ def test_cli_ingest_names_a_bad_worker_count(tmp_path: Path, workers: str) -> No
     )
     assert result.exit_code == 2
     assert "expected a whole number or 'auto'" in result.output
+
+
+@contextmanager
+def _fifo_written(path: Path, data: bytes) -> Iterator[Path]:
+    """A named pipe at `path` that a thread writes `data` to (less than a pipe's buffer, so the
+    write never waits for the reader to read) once a reader opens it."""
+    os.mkfifo(path)
+    writer = threading.Thread(target=path.write_bytes, args=(data,))
+    writer.start()
+    try:
+        yield path
+    finally:
+        if writer.is_alive():  # the command never opened the pipe: open it so the writer ends
+            reader = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            writer.join(timeout=10)
+            os.close(reader)
+        writer.join(timeout=10)
+
+
+needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+
+
+def _not_counted(path: Path) -> int:
+    raise AssertionError(f"{path} is a pipe: counting its lines would consume them")
+
+
+@needs_fifo
+def test_cli_ingest_reads_a_named_pipe_as_a_stream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pool_cli, "count_lines", _not_counted)
+    points = [make_point(f"p{i}").model_dump_json() for i in range(3)]
+    data = ("\n".join([points[0], "{not json", *points[1:]]) + "\n").encode()
+    with _fifo_written(tmp_path / "points.fifo", data) as fifo:
+        arguments = ["ingest", str(fifo), "--db", str(tmp_path / "pool.db"), "--batch", "2"]
+        result = runner.invoke(pool_app, arguments)
+    assert result.exit_code == 0, result.output
+    assert "points.fifo line 2: type: (point): not valid JSON" in result.output
+    assert f"{fifo}: 3 accepted, 0 duplicates, 1 quarantined" in result.output
+
+
+@pytest.mark.skipif(not Path("/dev/fd").is_dir(), reason="no /dev/fd here")
+def test_cli_ingest_reads_a_process_substitutions_dev_fd_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pool_cli, "count_lines", _not_counted)
+    data = "".join(make_point(f"p{i}").model_dump_json() + "\n" for i in range(2)).encode()
+    read_end, write_end = os.pipe()  # what `<(command)` hands a command as /dev/fd/N
+    try:
+        with os.fdopen(write_end, "wb") as writer:
+            writer.write(data)
+        source = f"/dev/fd/{read_end}"
+        result = runner.invoke(pool_app, ["ingest", source, "--db", str(tmp_path / "pool.db")])
+    finally:
+        os.close(read_end)
+    assert result.exit_code == 0, result.output
+    assert f"{source}: 2 accepted, 0 duplicates, 0 quarantined" in result.output
+
+
+def _pretty_printed(kind: str) -> str:
+    points = [make_point(f"p{i}").model_dump(mode="json") for i in range(2)]
+    return json.dumps(points if kind == "array" else points[0], indent=2) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("kind", "opening", "jq_filter"), [("array", "[", "'.[]'"), ("object", "{", ".")]
+)
+def test_cli_ingest_refuses_pretty_printed_json_before_storing_anything(
+    tmp_path: Path, kind: str, opening: str, jq_filter: str
+) -> None:
+    source = tmp_path / "points.json"
+    source.write_text(_pretty_printed(kind))
+    db = tmp_path / "pool.db"
+    result = runner.invoke(pool_app, ["ingest", str(source), "--db", str(db)])
+    assert result.exit_code == 2
+    assert result.output == (
+        f"error: FILE: {source} is a JSON {kind} spread over lines (line 1 is '{opening}' "
+        "alone), not JSON Lines (one data point per line): convert it with "
+        f"`jq -c {jq_filter} {shlex.quote(str(source))}`\n"
+    )
+    assert not db.exists()
+
+
+def test_cli_ingest_refuses_pretty_printed_json_from_standard_input(tmp_path: Path) -> None:
+    db = tmp_path / "pool.db"
+    result = runner.invoke(
+        pool_app, ["ingest", "-", "--db", str(db)], input="\n  [ \r\n" + _pretty_printed("array")
+    )
+    assert result.exit_code == 2
+    assert result.output == (
+        "error: FILE: stdin is a JSON array spread over lines (line 2 is '[' alone), not JSON "
+        "Lines (one data point per line): pipe it through `jq -c '.[]'` first\n"
+    )
+    assert not db.exists()
+
+
+@needs_fifo
+def test_cli_ingest_refuses_pretty_printed_json_from_a_named_pipe(tmp_path: Path) -> None:
+    with _fifo_written(tmp_path / "point.fifo", _pretty_printed("object").encode()) as fifo:
+        result = runner.invoke(pool_app, ["ingest", str(fifo), "--db", str(tmp_path / "p.db")])
+    assert result.exit_code == 2
+    assert "pipe it through `jq -c .` first" in result.output
+
+
+def test_cli_ingest_takes_a_first_line_that_is_json_on_its_own_as_json_lines(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "points.jsonl"
+    source.write_text("[]\n" + make_point("p").model_dump_json() + "\n")
+    result = runner.invoke(pool_app, ["ingest", str(source), "--db", str(tmp_path / "p.db")])
+    assert result.exit_code == 0, result.output
+    assert "line 1: type: (point): expected a JSON object, got an array" in result.output
+    assert "1 accepted, 0 duplicates, 1 quarantined" in result.output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 import sys
 from collections import deque
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import closing
 from datetime import timedelta
+from itertools import chain
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,6 +31,7 @@ from agent_agency.cli_options import (
     open_store,
     sigterm_raises,
 )
+from agent_agency.jsonl import spread_json
 from agent_agency.pool import schema
 from agent_agency.pool.ingest_workers import (
     AUTO_MAX_WORKERS,
@@ -324,7 +327,7 @@ def ingest(
         typer.Argument(
             metavar="FILE",
             help="JSON Lines file, one data point per line (see `agency pool schema`); "
-            "'-' reads standard input",
+            "'-' reads standard input, and a pipe such as `<(command)` is read as it is",
         ),
     ],
     db: DbOption = None,
@@ -346,7 +349,10 @@ def ingest(
     """Validate, anonymize and store data points; rejected ones go to quarantine.
 
     The input is read a batch at a time; a line that is not UTF-8 text is reported and skipped.
-    From standard input, whose length is not known beforehand, `--workers auto` starts none.
+    From standard input or another pipe, whose length is not known beforehand, `--workers auto`
+    starts none and the progress bar has no total. Pretty-printed JSON (a first non-blank line
+    that is only '[' or '{') is refused before anything is stored, with the jq command that
+    turns it into JSON Lines (exit status 2).
     Ctrl-C or SIGTERM stops the workers and says how far it got (exit status 130 or 143);
     running the command again resumes it. The exit status is 1 when the input had lines but
     none was stored (every one quarantined or unreadable), 0 when some were.
@@ -357,26 +363,33 @@ def ingest(
     processes = _workers(workers, total_lines or 0)
     if total_lines is not None:  # a worker without a batch of its own only costs its start-up
         processes = min(processes, max(1, -(-total_lines // batch)))
-    if processes > 1:
-        console.print(f"preparing batches in {processes} worker processes", highlight=False)
     totals = {"accepted": 0, "duplicates": 0, "quarantined": 0, "unreadable": 0}
     stored_to_line = 0
-    with (
-        _open(config, db, create=True) as store,
-        Progress(console=console, transient=True, disable=not console.is_terminal) as progress,
-    ):
-        task = progress.add_task(
-            f"ingesting {'stdin' if from_stdin else path.name}", total=total_lines
-        )
-        read: deque[LineBatch] = deque()  # batches handed to ingest, not yet reported
+    try:
+        with (
+            sigterm_raises(),
+            closing(read_batches(sys.stdin.buffer if from_stdin else path, batch)) as batches,
+        ):
+            checked = _json_lines(batches, source, stream=total_lines is None)
+            if processes > 1:
+                console.print(f"preparing batches in {processes} worker processes", highlight=False)
+            read: deque[LineBatch] = deque()  # batches handed to ingest, not yet reported
 
-        def texts() -> Iterator[list[str]]:
-            for line_batch in read_batches(sys.stdin.buffer if from_stdin else path, batch):
-                read.append(line_batch)
-                yield line_batch.texts
+            def texts() -> Iterator[list[str]]:
+                for line_batch in checked:
+                    read.append(line_batch)
+                    yield line_batch.texts
 
-        try:
-            with sigterm_raises(), closing(ingest_batches(store, texts(), processes)) as reports:
+            with (
+                _open(config, db, create=True) as store,
+                Progress(
+                    console=console, transient=True, disable=not console.is_terminal
+                ) as progress,
+                closing(ingest_batches(store, texts(), processes)) as reports,
+            ):
+                task = progress.add_task(
+                    f"ingesting {'stdin' if from_stdin else path.name}", total=total_lines
+                )
                 for report in reports:
                     chunk = read.popleft()
                     progress.update(task, completed=chunk.last_line)
@@ -386,27 +399,27 @@ def ingest(
                     totals["quarantined"] += report.quarantined
                     totals["unreadable"] += len(chunk.unreadable)
                     _print_rejections(source, chunk, report)
-        except BrokenProcessPool as error:
-            console.print(
-                f"[red]a worker process stopped ({error}); {source} is stored up to line "
-                f"{stored_to_line} ({totals['accepted']} accepted): run the command again "
-                "to ingest the rest (points already stored count as duplicates)",
-                soft_wrap=True,
-            )
-            raise typer.Exit(1) from error
-        except (KeyboardInterrupt, Terminated) as stop:
-            # The batches reported are committed. The batch after them was rolled back, unless
-            # the signal came between its commit and its report: then it is stored too.
-            terminated = isinstance(stop, Terminated)
-            console.print(
-                f"[yellow]interrupted[/] by {'SIGTERM' if terminated else 'Ctrl-C'} after line "
-                f"{stored_to_line} of {source}: {_counts(totals)} (the next batch may be stored "
-                "too, if it was committing); run the same command again to resume: stored "
-                "points are skipped as duplicates",
-                soft_wrap=True,
-            )
-            # the shell's status for a process ended by the signal: 128 + its number
-            raise typer.Exit(128 + (signal.SIGTERM if terminated else signal.SIGINT)) from None
+    except BrokenProcessPool as error:
+        console.print(
+            f"[red]a worker process stopped ({error}); {source} is stored up to line "
+            f"{stored_to_line} ({totals['accepted']} accepted): run the command again "
+            "to ingest the rest (points already stored count as duplicates)",
+            soft_wrap=True,
+        )
+        raise typer.Exit(1) from error
+    except (KeyboardInterrupt, Terminated) as stop:
+        # The batches reported are committed. The batch after them was rolled back, unless
+        # the signal came between its commit and its report: then it is stored too.
+        terminated = isinstance(stop, Terminated)
+        console.print(
+            f"[yellow]interrupted[/] by {'SIGTERM' if terminated else 'Ctrl-C'} after line "
+            f"{stored_to_line} of {source}: {_counts(totals)} (the next batch may be stored "
+            "too, if it was committing); run the same command again to resume: stored "
+            "points are skipped as duplicates",
+            soft_wrap=True,
+        )
+        # the shell's status for a process ended by the signal: 128 + its number
+        raise typer.Exit(128 + (signal.SIGTERM if terminated else signal.SIGINT)) from None
     console.print(
         f"{source}: {_counts(totals)}"
         + (" (see `agency pool quarantine`)" if totals["quarantined"] else "")
@@ -433,16 +446,59 @@ def _counts(totals: dict[str, int]) -> str:
     )
 
 
-def _lines_of(path: Path) -> int:
-    """How many lines the file to ingest has; a usage error when it is no readable file."""
+def _lines_of(path: Path) -> int | None:
+    """How many lines the file to ingest has; None for a stream (a pipe, a terminal, the
+    /dev/fd/N of `<(command)`), which can be read only once, so is not counted; a usage error
+    when it is missing or a directory."""
     if not path.exists():
         raise typer.BadParameter(f"FILE: {path} does not exist")
-    if not path.is_file():
+    if path.is_dir():
         raise typer.BadParameter(f"FILE: {path} is not a file")
+    if not path.is_file():
+        return None
     try:
         return count_lines(path)
     except OSError as error:
-        raise typer.BadParameter(f"FILE: cannot read {path}: {error.strerror}") from None
+        raise _cannot_read(str(path), error) from None
+
+
+def _cannot_read(source: str, error: OSError) -> typer.BadParameter:
+    return typer.BadParameter(f"FILE: cannot read {source}: {error.strerror}")
+
+
+def _json_lines(batches: Iterator[LineBatch], source: str, *, stream: bool) -> Iterator[LineBatch]:
+    """`batches`, the first read now (ingest reads it first anyway) to refuse, before anything
+    is stored, JSON spread over lines: each of its lines would be quarantined as not valid JSON.
+    A usage error when the input cannot be read."""
+    try:
+        first = next(batches, None)
+    except OSError as error:
+        raise _cannot_read(source, error) from None
+    if first is None:
+        return iter(())
+    if first.lines:
+        _refuse_spread_json(source, first.lines[0], stream=stream)
+    return chain([first], batches)
+
+
+def _refuse_spread_json(source: str, first_line: tuple[int, str], *, stream: bool) -> None:
+    """An error (exit status 2) with the jq command that converts the input when its first
+    non-blank line opens JSON spread over lines (`spread_json`)."""
+    number, text = first_line
+    spread = spread_json(text)
+    if spread is None:
+        return
+    what, jq_filter = spread
+    command = f"jq -c {shlex.quote(jq_filter)}"
+    convert = (
+        f"pipe it through `{command}` first"
+        if stream
+        else f"convert it with `{command} {shlex.quote(source)}`"
+    )
+    raise fail(
+        f"FILE: {source} is {what} spread over lines (line {number} is {text.strip()!r} alone), "
+        f"not JSON Lines (one data point per line): {convert}"
+    )
 
 
 def _unreadable_note(lines: int) -> str:

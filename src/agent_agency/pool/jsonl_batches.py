@@ -6,7 +6,7 @@ lines before and after it are still ingested), and blank lines are skipped.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -40,7 +40,7 @@ def count_lines(path: Path) -> int:
     return count + (last != b"\n")
 
 
-def read_batches(source: Path | BinaryIO, size: int) -> Iterator[LineBatch]:
+def read_batches(source: Path | BinaryIO, size: int) -> Generator[LineBatch, None, None]:
     """The non-blank lines of a file or stream in batches of `size`, in order."""
     if size < 1:
         raise ValueError(f"size: must be at least 1, got {size}")
