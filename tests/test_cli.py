@@ -617,6 +617,27 @@ def test_unreachable_server_is_reported_not_hidden(workdir: Path, closed_port: i
     assert "no agent answered any task" in result.output
 
 
+def test_stats_names_the_tasks_refused_with_every_breaker_open(
+    workdir: Path, closed_port: int
+) -> None:
+    (workdir / "agency.yaml").write_text(
+        "agents:\n  - name: remote\n    backend: openai_compat\n"
+        f"    base_url: http://127.0.0.1:{closed_port}/v1\n"
+        "routing:\n  breaker:\n    failure_threshold: 1\n"
+    )
+    result = runner.invoke(app, ["run", "--tasks", "4", "--concurrency", "1"])
+    assert result.exit_code == 2, result.output  # no agent answered any task
+    assert json.loads((workdir / "agency-run.json").read_text())["tasks"] == 4
+    # the first task tried the agent, whose breaker then opened; the other three found none
+    stats = json.loads(runner.invoke(app, ["stats", "--json"]).output)
+    assert sum(row["tasks"] for row in stats["summary"]) == 1
+    assert stats["refused_tasks"] == 3
+    shown = " ".join(runner.invoke(app, ["stats"]).output.split())
+    assert "Not counted above: 3 tasks refused (no agent available)." in shown
+    since = json.loads(runner.invoke(app, ["stats", "--json", "--since", "2030-01-01"]).output)
+    assert since["refused_tasks"] == 0
+
+
 def test_missing_api_key_is_a_clear_error(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NOPE_KEY_XYZ", raising=False)
     (workdir / "agency.yaml").write_text(

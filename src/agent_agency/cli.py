@@ -330,7 +330,7 @@ def stats(
     Read from the database; model judges are compared with the verifiable graders where both ran.
     """
     from agent_agency.caws.judges import judge_agreement
-    from agent_agency.pool.queries import get_evaluations
+    from agent_agency.pool.queries import get_evaluations, refused_tasks
 
     settings = load_settings(config, db)
     start = parse_since(since)
@@ -338,6 +338,7 @@ def stats(
     try:
         rows = store.agent_task_summary(since=start)
         cancelled = store.cancelled_executions(since=start)
+        refused = refused_tasks(store, since=start)
         judges = judge_agreement(get_evaluations(store, since=start))
         recorded_earlier = not rows and start is not None and bool(store.agent_task_summary())
         points_only = not rows and not recorded_earlier and store.holds_data_points()
@@ -347,6 +348,7 @@ def stats(
         document = {
             "summary": [row.model_dump(mode="json") for row in rows],
             "cancelled_executions": cancelled,
+            "refused_tasks": refused,  # no agent available: no execution to count
             "only_data_points": points_only,  # no executions: only points `pool ingest` stored
             "judges": [
                 {**judge.model_dump(mode="json"), "agreement_rate": judge.agreement_rate}
@@ -377,6 +379,12 @@ def stats(
         console.print(
             f"Not counted above: {cancelled} execution{'' if cancelled == 1 else 's'} cut off "
             "by a stopped run (recorded as cancelled).",
+            highlight=False,
+        )
+    if refused:
+        console.print(
+            f"Not counted above: {refused} task{'' if refused == 1 else 's'} refused "
+            "(no agent available).",
             highlight=False,
         )
     if judges:

@@ -313,8 +313,9 @@ class CandidateScore(Record):
     propensity: float = Field(ge=0.0, le=1.0, description="probability this candidate is chosen")
 
 
-class RoutingDecision(Record):
-    """The seed's RoutingDecisionLog: what was chosen, why, and with what probability."""
+class RoutingRequest(Record):
+    """A task as the router saw it when asked to route it: the fields every routing record
+    (a decision, a refusal) logs about the task."""
 
     id: RecordId = Field(default_factory=new_id)
     timestamp: datetime = Field(default_factory=utcnow)
@@ -323,6 +324,11 @@ class RoutingDecision(Record):
     complexity: Complexity = Complexity.STANDARD
     requirements: list[str] = Field(default_factory=list)
     context: dict[str, float] = Field(default_factory=dict)
+
+
+class RoutingDecision(RoutingRequest):
+    """The seed's RoutingDecisionLog: what was chosen, why, and with what probability."""
+
     selected_agent: AgentKey
     strategy: str = Field(max_length=STRATEGY_MAX)
     confidence: float = Field(ge=0.0, le=1.0)
@@ -331,6 +337,23 @@ class RoutingDecision(Record):
     primary_reason: str
     secondary_factors: list[str] = Field(default_factory=list)
     fallback_of: str | None = Field(default=None, description="agent that failed before this")
+
+
+class RoutingRefusal(RoutingRequest):
+    """A task the router refused before any agent tried it: every agent was excluded or behind
+    an open circuit breaker. No agent ran the task, so a refusal is no decision: it has no
+    selected agent or propensity, and it is evidence about no agent (off-policy evaluation, the
+    pool's data points and the router's warm start never see it). A fallback that runs out of
+    agents is no refusal: its executions say why the task failed."""
+
+    strategy: str = Field(max_length=STRATEGY_MAX)
+    open_breakers: list[AgentKey] = Field(
+        default_factory=list, description="agents behind an open circuit breaker"
+    )
+    excluded: list[AgentKey] = Field(
+        default_factory=list, description="agents the caller excluded from this task"
+    )
+    reason: str
 
 
 # --------------------------------------------------------------------------------------------

@@ -16,10 +16,12 @@ from agent_agency.agents.scripted import ScriptedBackend
 from agent_agency.arbiter.arbiter import Arbiter, agent_slots
 from agent_agency.arbiter.breaker import BreakerState
 from agent_agency.arbiter.router import Router
-from agent_agency.arbiter.routing_cli import CANCELLED, read_logged_outcomes
+from agent_agency.arbiter.routing_cli import CANCELLED, LoggedOutcomes, read_logged_outcomes
+from agent_agency.caws.audit import AuditLog
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.caws.judges import Judge
 from agent_agency.config import AgencyConfig, parse_config
+from agent_agency.pool.queries import refused_tasks
 from agent_agency.pool.schema import data_points, executions, spans
 from agent_agency.pool.store import Store
 from agent_agency.records import (
@@ -364,6 +366,63 @@ def test_cancelled_executions_are_recorded_but_are_no_evidence(
     assert points == 0
     assert logged.logs == [] and logged.left_out == {CANCELLED: 3}
     store.close()
+
+
+def test_a_task_refused_with_every_breaker_open_is_recorded_as_a_refusal_and_no_evidence(
+    tasks: list[Task], tmp_path: Path
+) -> None:
+    store = Store.open(f"sqlite:///{tmp_path / 'refused.db'}")
+    audit = AuditLog(store.engine)
+    config = scripted_config(
+        routing={"seed": 1, "breaker": {"failure_threshold": 1, "cooldown_s": 60}}
+    )
+    router = Router(config.routing, config.team(), clock=lambda: 0.0)
+    for agent in router.agents:
+        router.report_call(agent, ok=False)
+    with Tracker(store, spill_dir=tmp_path, audit=audit) as tracker:
+        arbiter = arbiter_for(config, tasks, tracker=tracker, router=router)
+        outcomes = asyncio.run(arbiter.run(tasks[:2], concurrency=1))
+    refusals = [outcome.refusal for outcome in outcomes]
+    for outcome, refusal in zip(outcomes, refusals, strict=True):
+        assert refusal is not None
+        assert (refusal.task_id, refusal.task_type) == (outcome.task.id, outcome.task.type)
+        assert (refusal.open_breakers, refusal.excluded) == (["good@1", "poor@1"], [])
+        assert (
+            outcome.error
+            == refusal.reason
+            == ("no agent available (excluded: none; circuit open: good@1, poor@1)")
+        )
+        assert not outcome.decisions and not outcome.executions and not outcome.evaluations
+        assert outcome.data_point is None
+    ids = {refusal.id for refusal in refusals if refusal is not None}
+    assert store.stored_ids([refusal for refusal in refusals if refusal is not None]) == ids
+    assert audit.recorded_ids("routing", ids) == ids and audit.verify().ok
+    assert refused_tasks(store) == 2
+    # no decision was made and no agent ran: nothing for off-policy evaluation, the pool's data
+    # points, the statistics or the router's warm start
+    assert read_logged_outcomes(store.engine) == LoggedOutcomes(logs=[])
+    with store.engine.connect() as connection:
+        points = connection.execute(select(func.count()).select_from(data_points)).scalar_one()
+    assert points == 0
+    assert store.agent_task_summary() == [] and store.task_aggregates() == []
+    store.close()
+
+
+def test_a_fallback_that_runs_out_of_agents_is_no_refusal(tasks: list[Task]) -> None:
+    config = scripted_config(
+        agents=[{"name": "only", "backend": "scripted"}],
+        routing={"seed": 1, "breaker": {"failure_threshold": 1, "cooldown_s": 60}},
+    )
+    broken = ScriptedBackend(config.agent("only"), tasks, fail_rate=1.0)
+    arbiter = arbiter_for(config, tasks, backends={"only@1": broken})
+    tried, refused = asyncio.run(arbiter.run(tasks[:2], concurrency=1))
+    # the first task tried the agent (which opened its breaker), then ran out of agents
+    assert tried.refusal is None and tried.error is None
+    assert [e.agent for e in tried.executions] == ["only@1"]
+    assert "injected failure" in (tried.execution.failure_reason or "")
+    # the second found no agent to try
+    assert refused.refusal is not None and not refused.executions
+    assert refused.refusal.open_breakers == ["only@1"]
 
 
 def test_run_is_recorded_in_the_pool(tasks: list[Task], tmp_path: Path) -> None:

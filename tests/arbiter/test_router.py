@@ -194,6 +194,22 @@ def test_tasks_refused_for_the_same_cause_share_one_reason() -> None:
     assert reasons == {"no agent available (excluded: none; circuit open: a@1)"}
 
 
+def test_a_refusal_records_the_task_and_why_no_agent_was_available() -> None:
+    routing = settings(RoutingStrategy.FALLBACK, breaker={"failure_threshold": 1, "cooldown_s": 30})
+    router = Router(routing, agents("a", "b"), clock=FakeClock())
+    router.report_call("b@1", ok=False)
+    refused_task = task(requirements=("python",), task_id="t9")
+    with pytest.raises(NoAgentAvailable) as refused:
+        router.decide(refused_task, exclude=["a@1"])
+    refusal = refused.value.refusal
+    assert (refusal.task_id, refusal.task_type, refusal.requirements) == ("t9", "code", ["python"])
+    assert refusal.context == router.view(refused_task).context
+    assert refusal.strategy == "fallback"
+    assert (refusal.excluded, refusal.open_breakers) == (["a@1"], ["b@1"])
+    assert refusal.reason == str(refused.value)
+    assert refusal.reason == "no agent available (excluded: a@1; circuit open: b@1)"
+
+
 def test_warm_start_restores_evidence_and_explains_it() -> None:
     router = Router(settings(RoutingStrategy.UCB1, quality_weight=0.0), agents("a", "b"))
     restored = router.warm_start(

@@ -15,6 +15,7 @@ from agent_agency.records import (
     Iteration,
     Message,
     RoutingDecision,
+    RoutingRefusal,
     Task,
     TurnData,
 )
@@ -96,6 +97,17 @@ def make_records(
         for n in range(1, iterations + 1)
     ]
     return decision, execution, evaluations
+
+
+def make_refusal(task_id: str, task_type: str = "math", *, when: datetime = T0) -> RoutingRefusal:
+    return RoutingRefusal(
+        timestamp=when,
+        task_id=task_id,
+        task_type=task_type,
+        strategy="thompson",
+        open_breakers=["direct", "stepwise"],
+        reason="no agent available (excluded: none; circuit open: direct, stepwise)",
+    )
 
 
 def make_point(

@@ -4,13 +4,15 @@ from datetime import timedelta
 
 import pytest
 from alembic import command
-from pool_records import T0, make_point, make_records
+from pool_records import T0, make_point, make_records, make_refusal
 from sqlalchemy import func, inspect, select, text
 
 from agent_agency.pool import schema
 from agent_agency.pool.engine import make_engine
 from agent_agency.pool.migrate import alembic_config
+from agent_agency.pool.queries import refused_tasks
 from agent_agency.pool.store import Store
+from agent_agency.records import RoutingRefusal
 
 
 def test_open_creates_every_table(store: Store) -> None:
@@ -42,6 +44,52 @@ def test_upgrading_keeps_stored_executions_counted_as_finished(db_url: str) -> N
     engine.dispose()
     with Store.open(db_url) as store, store.engine.connect() as connection:
         assert connection.execute(select(schema.executions.c.cancelled)).scalars().all() == [False]
+
+
+def test_upgrading_adds_the_refusals_table_and_downgrading_drops_it(db_url: str) -> None:
+    engine = make_engine(db_url)
+    config = alembic_config()
+    decision, _, _ = make_records("t1")
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0004")  # before refused tasks were recorded
+        connection.execute(
+            text(
+                "INSERT INTO routing_decisions (id, timestamp, task_id, task_type, agent, "
+                "strategy, propensity, payload) VALUES (:id, :when, 't1', 'math', 'direct', "
+                "'thompson', 0.5, :payload)"
+            ),
+            {"id": decision.id, "when": T0, "payload": decision.model_dump_json()},
+        )
+    engine.dispose()
+    refusal = make_refusal("t2")
+    with Store.open(db_url) as store:
+        store.write_records(refusals=[refusal])
+        assert store.stored_ids([decision, refusal]) == {decision.id, refusal.id}
+        with store.engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.downgrade(config, "0004")
+        tables = inspect(store.engine).get_table_names()
+    assert "routing_refusals" not in tables and "routing_decisions" in tables
+
+
+def test_refusals_are_stored_once_read_back_whole_and_count_for_no_agent(store: Store) -> None:
+    refusal = make_refusal("t1")
+    older = make_refusal("t0", when=T0 - timedelta(days=30))
+    for _ in range(2):
+        store.write_records(refusals=[refusal, older])
+    table = schema.routing_refusals
+    with store.engine.connect() as connection:
+        stored = connection.execute(select(table.c.payload).order_by(table.c.timestamp)).scalars()
+        assert [RoutingRefusal.model_validate(payload) for payload in stored] == [older, refusal]
+    assert store.stored_ids([refusal, older]) == {refusal.id, older.id}
+    assert refused_tasks(store) == 2
+    assert refused_tasks(store, since=T0 - timedelta(days=1)) == 1
+    # no agent ran the task: no decision, execution or evidence about any agent
+    with store.engine.connect() as connection:
+        decisions = select(func.count()).select_from(schema.routing_decisions)
+        assert connection.execute(decisions).scalar_one() == 0
+    assert store.task_aggregates() == [] and store.agent_task_summary() == []
 
 
 def test_write_records_is_idempotent_and_updates_aggregates_once(store: Store) -> None:

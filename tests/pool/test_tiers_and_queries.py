@@ -4,7 +4,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from pool_records import T0, make_point, unvalidated
+from pool_records import T0, make_point, make_refusal, unvalidated
 from sqlalchemy import func, select
 
 from agent_agency.config import PoolSettings
@@ -106,6 +106,15 @@ def test_cold_aggregates_expire_after_the_cold_window(store: Store) -> None:
     report = compact(store, now=NOW + timedelta(days=800))
     assert report.cold_rows_deleted == 7  # 5 (day, agent, type) rows + the 2 newer points
     assert totals(store)[0] == 0
+
+
+def test_refusals_are_deleted_with_the_other_records_past_the_warm_tier(store: Store) -> None:
+    recent = make_refusal("recent", when=NOW - timedelta(days=1))
+    old = make_refusal("old", when=NOW - timedelta(days=store.settings.warm_days + 2))
+    store.write_records(refusals=[recent, old])
+    report = compact(store, now=NOW)
+    assert report.records_deleted == 1
+    assert store.stored_ids([recent, old]) == {recent.id}
 
 
 def test_agent_statistics_filter_and_include_cold_tier(store: Store) -> None:

@@ -6,9 +6,9 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select, text
 
-from agent_agency.pool.schema import executions, routing_decisions
+from agent_agency.pool.schema import executions, routing_decisions, routing_refusals
 from agent_agency.pool.store import Store
-from agent_agency.records import Execution, RoutingDecision
+from agent_agency.records import Execution, RoutingDecision, RoutingRefusal
 from agent_agency.tracking.tracker import Tracker
 
 
@@ -248,6 +248,47 @@ def test_spilled_records_replay_into_a_pool_once(store: Store, tmp_path: Path) -
         recovered.close()
 
 
+def test_a_spilled_refusal_replays_into_a_pool_once_with_its_audit_entry(
+    store: Store, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from agent_agency.caws.audit import AuditLog
+    from agent_agency.cli import app
+
+    with store.engine.begin() as connection:
+        connection.execute(text("DROP TABLE routing_refusals"))
+    refused = RoutingRefusal(
+        task_id="t9",
+        task_type="arithmetic",
+        strategy="thompson",
+        open_breakers=["direct@1"],
+        reason="no agent available (excluded: none; circuit open: direct@1)",
+    )
+    audit = AuditLog(store.engine)
+    tracker = Tracker(store, spill_dir=tmp_path, retries=1, flush_interval_s=0.05, audit=audit)
+    tracker.record_refusal(refused)
+    tracker.close()
+    [spilled] = tracker.spilled
+    [line] = [json.loads(text) for text in spilled.read_text().splitlines()]
+    assert (line["kind"], line["pending"]) == ("RoutingRefusal", ["records", "audit"])
+
+    target = tmp_path / "recovered.db"
+    for stored_now, already_stored in ((1, 0), (0, 1)):  # the second replay adds nothing
+        result = CliRunner().invoke(app, ["replay", str(spilled), "--db", str(target)])
+        assert result.exit_code == 0, result.output
+        assert f"{stored_now} stored now, 0 quarantined, {already_stored} already stored" in (
+            result.output
+        )
+        recovered = Store.open(f"sqlite:///{target}")
+        assert recovered.stored_ids([refused]) == {refused.id}
+        assert count(recovered, routing_refusals) == 1 and count(recovered, routing_decisions) == 0
+        recovered_audit = AuditLog(recovered.engine)
+        assert recovered_audit.recorded_ids("routing", [refused.id]) == {refused.id}
+        assert recovered_audit.verify().entries == 1
+        recovered.close()
+
+
 def test_replay_audits_a_stored_record_whose_audit_entry_is_still_due(
     store: Store, tmp_path: Path
 ) -> None:
@@ -287,7 +328,7 @@ VALID_SPILL_LINE = json.dumps(
         (
             b'{"kind": "Nope", "pending": [], "record": {}}',
             "bad.jsonl:2: kind: unknown record kind 'Nope' (expected one of: RoutingDecision, "
-            "Execution, Evaluation, Span, DataPoint)",
+            "RoutingRefusal, Execution, Evaluation, Span, DataPoint)",
         ),
         (b'{"kind": "Execution", "record": {}}', "bad.jsonl:2: pending: missing"),
         (

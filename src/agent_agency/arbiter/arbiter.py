@@ -34,6 +34,7 @@ from agent_agency.records import (
     Iteration,
     Message,
     RoutingDecision,
+    RoutingRefusal,
     Span,
     Task,
     ToolCall,
@@ -65,7 +66,9 @@ class TaskOutcome:
     """Everything the arbiter produced for one task, in the order it happened.
 
     `interrupted_agent` names the agent whose model call was still running when the task was
-    cut off (time-out or cancellation); None when it ended anywhere else.
+    cut off (time-out or cancellation); None when it ended anywhere else. `refusal` is the
+    router's refusal of a task no agent could be tried on; None whenever one was (a fallback
+    that runs out of agents has executions that say why the task failed).
     """
 
     task: Task
@@ -76,6 +79,7 @@ class TaskOutcome:
     error: str | None = None
     spans: list[Span] = field(default_factory=list)
     interrupted_agent: str | None = None
+    refusal: RoutingRefusal | None = None
 
     @property
     def trace(self) -> Span:
@@ -166,6 +170,7 @@ class Arbiter:
             except NoAgentAvailable as error:
                 if not tried:  # after a fallback, the last agent's failure says more
                     outcome.error = str(error)
+                    outcome.refusal = error.refusal
                 return
             outcome.decisions.append(decision)
             agent = decision.selected_agent
@@ -366,7 +371,9 @@ class Arbiter:
             )
         if self.tracker is None:
             return
+        refusals = [] if outcome.refusal is None else [outcome.refusal]
         for record in (
+            *refusals,
             *outcome.decisions,
             *outcome.executions,
             *outcome.evaluations,

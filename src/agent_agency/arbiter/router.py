@@ -50,6 +50,7 @@ from agent_agency.records import (
     AgentSpec,
     Complexity,
     RoutingDecision,
+    RoutingRefusal,
     RoutingStrategy,
     Task,
 )
@@ -61,7 +62,11 @@ _EXPLAINED = 4  # non-selected candidates whose selection reason spells out thei
 
 
 class NoAgentAvailable(RuntimeError):
-    """Every agent is excluded or behind an open circuit breaker."""
+    """Every agent is excluded or behind an open circuit breaker; `refusal` records it."""
+
+    def __init__(self, refusal: RoutingRefusal) -> None:
+        super().__init__(refusal.reason)
+        self.refusal = refusal
 
 
 class ArmAggregate(Protocol):
@@ -110,6 +115,26 @@ def _names(keys: Sequence[str]) -> str:
 
 def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def _refusal(
+    view: TaskView, strategy: RoutingStrategy, open_breakers: list[str], excluded: list[str]
+) -> RoutingRefusal:
+    return RoutingRefusal(
+        task_id=view.task_id,
+        task_type=view.task_type,
+        complexity=view.complexity,
+        requirements=list(view.requirements),
+        context=dict(view.context),
+        strategy=strategy.value,
+        open_breakers=open_breakers,
+        excluded=excluded,
+        # no task id: the reason is the task's own, and alike for alike tasks (they group)
+        reason=(
+            f"no agent available (excluded: {_names(excluded) or 'none'}; "
+            f"circuit open: {_names(open_breakers) or 'none'})"
+        ),
+    )
 
 
 def _check_aggregate(row: ArmAggregate) -> None:
@@ -375,12 +400,7 @@ class Router:
         if blocked:
             eligible[[self._index[key] for key in blocked]] = False
         if not eligible.any():
-            # no task id: the reason is the task's own, and alike for alike tasks (they group)
-            raise NoAgentAvailable(
-                "no agent available "
-                f"(excluded: {_names(list(exclude)) or 'none'}; "
-                f"circuit open: {_names(blocked) or 'none'})"
-            )
+            raise NoAgentAvailable(_refusal(view, strategy, blocked, list(exclude)))
         if excluded:
             factors.append(f"Excluded after failing this task: {_names(list(exclude))}")
         blocked_capable = [key for key in blocked if capable[self._index[key]]]

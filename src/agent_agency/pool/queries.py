@@ -286,6 +286,17 @@ def get_evaluations(store: Store, since: datetime | None = None) -> Iterator[Eva
             yield Evaluation.model_validate(payload)
 
 
+def refused_tasks(store: Store, since: datetime | None = None) -> int:
+    """How many tasks the router refused before any agent tried them (`RoutingRefusal`), since
+    `since`: no execution, decision or statistic counts them."""
+    table = schema.routing_refusals
+    query = select(func.count()).select_from(table)
+    if since is not None:
+        query = query.where(table.c.timestamp >= to_utc(since))
+    with store.engine.connect() as connection:
+        return int(connection.execute(query).scalar_one())
+
+
 def validate_quality(
     points: Iterable[RawPoint],
     settings: PoolSettings | None = None,

@@ -70,6 +70,20 @@ routing_decisions = Table(
     Index("ix_routing_decisions_timestamp", "timestamp"),
 )
 
+# Tasks the router refused before any agent tried them (`RoutingRefusal`): kept apart from the
+# decisions, as no agent was chosen and nothing about any agent was learned.
+routing_refusals = Table(
+    "routing_refusals",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("timestamp", Timestamp, nullable=False),
+    Column("task_id", TaskId, nullable=False),
+    Column("task_type", TaskType, nullable=False),
+    Column("payload", Json, nullable=False),
+    Index("ix_routing_refusals_task_id", "task_id"),
+    Index("ix_routing_refusals_timestamp", "timestamp"),
+)
+
 executions = Table(
     "executions",
     metadata,

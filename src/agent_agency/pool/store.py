@@ -58,6 +58,7 @@ from agent_agency.records import (
     Evaluation,
     Execution,
     RoutingDecision,
+    RoutingRefusal,
     Span,
     to_utc,
     utcnow,
@@ -65,9 +66,10 @@ from agent_agency.records import (
 
 _SCHEMA_VERSION_TABLE = "alembic_version"  # Alembic's: a database the pool migrated has it
 BUDGET_EXHAUSTED = "privacy: rl_labels: privacy budget exhausted for this tenant"
-StoredRecord = RoutingDecision | Execution | Evaluation | Span | DataPoint
+StoredRecord = RoutingDecision | RoutingRefusal | Execution | Evaluation | Span | DataPoint
 _RECORD_TABLES: dict[type[StoredRecord], Table] = {
     RoutingDecision: schema.routing_decisions,
+    RoutingRefusal: schema.routing_refusals,
     Execution: schema.executions,
     Evaluation: schema.evaluations,
     Span: schema.spans,
@@ -138,6 +140,16 @@ def _decision_row(decision: RoutingDecision) -> dict[str, Any]:
         "strategy": decision.strategy,
         "propensity": decision.propensity,
         "payload": RawJson(decision.model_dump_json()),
+    }
+
+
+def _refusal_row(refusal: RoutingRefusal) -> dict[str, Any]:
+    return {
+        "id": refusal.id,
+        "timestamp": to_utc(refusal.timestamp),
+        "task_id": refusal.task_id,
+        "task_type": refusal.task_type,
+        "payload": RawJson(refusal.model_dump_json()),
     }
 
 
@@ -502,6 +514,7 @@ class Store:
         executions: Sequence[Execution] = (),
         evaluations: Sequence[Evaluation] = (),
         spans: Sequence[Span] = (),
+        refusals: Sequence[RoutingRefusal] = (),
     ) -> None:
         """Store records in one transaction; ids already stored are ignored (idempotent).
 
@@ -509,9 +522,11 @@ class Store:
         warm-start totals): its own success flag, and the quality of its final evaluation
         (`pool.outcomes`), 0.0 until it has one. An evaluation may arrive with its execution or
         in a later batch (the quality it is counted with is then corrected), never before it.
+        A refusal counts nowhere: no agent ran its task.
         """
         with self._engine.begin() as connection:
             insert_new(connection, schema.routing_decisions, [_decision_row(d) for d in decisions])
+            insert_new(connection, schema.routing_refusals, [_refusal_row(r) for r in refusals])
             new_executions = insert_new(
                 connection, schema.executions, [_execution_row(e) for e in executions]
             )

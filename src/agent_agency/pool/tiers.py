@@ -141,6 +141,7 @@ def compact(
         report.quarantine_rows_deleted = int(rejected.rowcount)
         for table in (
             schema.routing_decisions,
+            schema.routing_refusals,
             schema.executions,
             schema.evaluations,
             schema.spans,

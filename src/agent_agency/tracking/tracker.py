@@ -2,8 +2,8 @@
 
 The arbiter calls `record_*` on its hot path; those only enqueue. A daemon thread drains the queue
 into the pool in batches (one transaction per batch) every `flush_interval_s` or `batch_size`
-records, appending routing decisions and evaluations to the audit trail when one is given.
-`flush()` blocks until everything recorded before it is written; `close()` flushes and
+records, appending routing decisions, refusals and evaluations to the audit trail when one is
+given. `flush()` blocks until everything recorded before it is written; `close()` flushes and
 stops the thread. A batch the store refuses is retried; if it still fails, the records whose
 stages are still due are spilled to a JSONL file (in `spill_dir`, else the temp directory) so
 that nothing recorded is lost; `agency replay FILE` stores them later, skipping what the pool
@@ -29,7 +29,15 @@ from pydantic import ValidationError
 
 from agent_agency.db_errors import database_error_reason
 from agent_agency.jsonl import not_an_object, read_lines
-from agent_agency.records import DataPoint, Evaluation, Execution, Record, RoutingDecision, Span
+from agent_agency.records import (
+    DataPoint,
+    Evaluation,
+    Execution,
+    Record,
+    RoutingDecision,
+    RoutingRefusal,
+    Span,
+)
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +58,7 @@ class RecordSink(Protocol):
         executions: Sequence[Execution] = (),
         evaluations: Sequence[Evaluation] = (),
         spans: Sequence[Span] = (),
+        refusals: Sequence[RoutingRefusal] = (),
     ) -> None: ...
 
     def ingest(self, points: Sequence[DataPoint]) -> Any: ...
@@ -58,6 +67,7 @@ class RecordSink(Protocol):
 @dataclass
 class _Batch:
     decisions: list[RoutingDecision] = field(default_factory=list)
+    refusals: list[RoutingRefusal] = field(default_factory=list)
     executions: list[Execution] = field(default_factory=list)
     evaluations: list[Evaluation] = field(default_factory=list)
     spans: list[Span] = field(default_factory=list)
@@ -68,6 +78,8 @@ class _Batch:
         match record:
             case RoutingDecision():
                 self.decisions.append(record)
+            case RoutingRefusal():
+                self.refusals.append(record)
             case Execution():
                 self.executions.append(record)
             case Evaluation():
@@ -82,10 +94,21 @@ class _Batch:
     def __len__(self) -> int:
         return (
             len(self.decisions)
+            + len(self.refusals)
             + len(self.executions)
             + len(self.evaluations)
             + len(self.spans)
             + len(self.points)
+        )
+
+    def write_records(self, sink: RecordSink) -> None:
+        """Store the batch's records (not its data points) in `sink`."""
+        sink.write_records(
+            decisions=self.decisions,
+            executions=self.executions,
+            evaluations=self.evaluations,
+            spans=self.spans,
+            refusals=self.refusals,
         )
 
     def pending(self) -> list[tuple[Record, list[str]]]:
@@ -94,14 +117,22 @@ class _Batch:
         def due(*stages: str) -> list[str]:
             return [stage for stage in stages if stage not in self.stages_done]
 
-        records = (*self.decisions, *self.executions, *self.spans, *self.evaluations, *self.points)
+        records = (
+            *self.decisions,
+            *self.refusals,
+            *self.executions,
+            *self.spans,
+            *self.evaluations,
+            *self.points,
+        )
         rows = [(record, due(*STAGES_OF[type(record)])) for record in records]
         return [(record, stages) for record, stages in rows if stages]
 
     def audit_items(self) -> list[tuple[str, str, Mapping[str, Any]]]:
+        # A refusal is a routing outcome too: audited under the same kind as decisions.
         items: list[tuple[str, str, Mapping[str, Any]]] = [
-            ("routing", decision.id, decision.model_dump(mode="json"))
-            for decision in self.decisions
+            ("routing", routed.id, routed.model_dump(mode="json"))
+            for routed in (*self.decisions, *self.refusals)
         ]
         items.extend(
             ("evaluation", evaluation.id, evaluation.model_dump(mode="json"))
@@ -113,12 +144,13 @@ class _Batch:
 # The stages that store each kind of record, in the order they run.
 STAGES_OF: dict[type[Record], tuple[str, ...]] = {
     RoutingDecision: ("records", "audit"),
+    RoutingRefusal: ("records", "audit"),
     Execution: ("records",),
     Evaluation: ("records", "audit"),
     Span: ("records",),
     DataPoint: ("points",),
 }
-RECORDABLE = (RoutingDecision, Execution, Evaluation, Span, DataPoint)
+RECORDABLE = (RoutingDecision, RoutingRefusal, Execution, Evaluation, Span, DataPoint)
 
 
 class _FlushMarker:
@@ -130,7 +162,8 @@ _STOP = object()
 
 
 class Tracker:
-    """Records routing decisions, executions, evaluations, spans and data points into a sink."""
+    """Records routing decisions and refusals, executions, evaluations, spans and data points
+    into a sink."""
 
     def __init__(
         self,
@@ -175,6 +208,7 @@ class Tracker:
         self._queue.put(record)
 
     record_decision = record
+    record_refusal = record
     record_execution = record
     record_evaluation = record
     record_span = record
@@ -239,7 +273,7 @@ class Tracker:
         if not batch:
             return
         stages: list[tuple[str, Callable[[], None]]] = [
-            ("records", lambda: self._write_records(batch)),
+            ("records", lambda: batch.write_records(self._sink)),
             ("audit", lambda: self._append_audit(batch)),
             ("points", lambda: self._ingest(batch)),
         ]
@@ -256,14 +290,6 @@ class Tracker:
                 log.warning("tracker write failed (attempt %d): %s", attempt, self.last_write_error)
                 time.sleep(0.05 * attempt)
         self._spill(batch)
-
-    def _write_records(self, batch: _Batch) -> None:
-        self._sink.write_records(
-            decisions=batch.decisions,
-            executions=batch.executions,
-            evaluations=batch.evaluations,
-            spans=batch.spans,
-        )
 
     def _append_audit(self, batch: _Batch) -> None:
         if self._audit is not None:
@@ -299,7 +325,7 @@ class Tracker:
         raise OSError(f"could not spill {len(lines)} records to {self._spill_dir} or temp")
 
 
-Recordable = RoutingDecision | Execution | Evaluation | Span | DataPoint
+Recordable = RoutingDecision | RoutingRefusal | Execution | Evaluation | Span | DataPoint
 _SPILLED_KINDS: dict[str, type[Recordable]] = {kind.__name__: kind for kind in RECORDABLE}
 _STAGES = ("records", "audit", "points")
 
@@ -426,12 +452,7 @@ def _store_due(
 ) -> IngestCounts | None:
     """Store the records due at each stage; what became of the points (None when none were)."""
     batch = _batch_of(entry.record for entry in due["records"])
-    sink.write_records(
-        decisions=batch.decisions,
-        executions=batch.executions,
-        evaluations=batch.evaluations,
-        spans=batch.spans,
-    )
+    batch.write_records(sink)
     if due["audit"]:
         audit.append_many(_batch_of(entry.record for entry in due["audit"]).audit_items())
     # The JSON object as spilled, not the record read leniently from it: ingest's strict type
