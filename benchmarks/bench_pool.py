@@ -5,7 +5,8 @@ Run: python benchmarks/bench_pool.py  (PostgreSQL figures when AGENCY_TEST_POSTG
 
 from __future__ import annotations
 
-import math
+import itertools
+import multiprocessing
 import os
 import pickle
 import random
@@ -16,7 +17,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -30,13 +33,19 @@ from agent_agency.config import DEFAULT_PHONE_REGIONS, AnonymizationPolicy, Pool
 from agent_agency.pool import pii, schema  # noqa: E402
 from agent_agency.pool.anonymize import Anonymizer  # noqa: E402
 from agent_agency.pool.engine import RawJson  # noqa: E402
-from agent_agency.pool.ingest_workers import ingest_batches, prepare_as_worker  # noqa: E402
+from agent_agency.pool.ingest_workers import (  # noqa: E402
+    AHEAD_PER_WORKER,
+    commit_in_order,
+    ingest_batches,
+    prepare_as_worker,
+)
 from agent_agency.pool.phone_recognizer import EarlyStopPhoneRecognizer  # noqa: E402
 from agent_agency.pool.pii import clear_scan_cache, find_pii  # noqa: E402
-from agent_agency.pool.prepare import collector_paused, data_point_row  # noqa: E402
+from agent_agency.pool.prepare import PreparedBatch, collector_paused, data_point_row  # noqa: E402
 from agent_agency.pool.queries import get_agent_statistics  # noqa: E402
 from agent_agency.pool.store import Store, insert_points  # noqa: E402
 from agent_agency.pool.validation import (  # noqa: E402
+    RawPoint,
     batch_string_reasons,
     free_texts,
     structural_reasons,
@@ -174,6 +183,7 @@ def point_texts(n: int) -> list[str]:
     return [realistic_point(i, pii=i % 10 == 0).model_dump_json() for i in range(n)]
 
 
+PIPELINE_WORKERS = [2, 4, 6, 8]  # `bench_pipeline`: as many as `--workers` might start
 TEXT_POINTS = 60_000  # long enough that the workers' start-up does not decide the rate
 REPEATS = 3  # ingest runs per case; the median by wall clock is reported (the cores are shared)
 
@@ -215,32 +225,61 @@ def _ingest_once(
     return len(points) / wall, len(points) / cpu
 
 
-def bench_ingest_text(tmp: Path, texts: list[str], batch: int, workers: int) -> tuple[float, ...]:
-    """Points as JSON text (`point_texts`) through `ingest_batches`:
-    points/s overall (worker start-up included) and after the first batch's report, seconds to
-    that first report, and µs of this process's CPU per point (with workers: committing only).
-    Of `REPEATS` runs, the one with the median rate after the first report."""
+@dataclass(frozen=True)
+class TextIngestRun:
+    """One `ingest_batches` run over points as JSON text (`bench_ingest_text`)."""
+
+    overall: float  # points/s from the call to its end: workers' start and stop included
+    steady: float  # points/s from the first batch's report to the last one's
+    to_first: float  # seconds to the first report (the workers' start-up)
+    to_stop: float  # seconds from the last report to the end (stopping the workers)
+    cpu_us: float  # µs of this process's CPU per point (with workers: committing only)
+
+
+def text_run_rows(runs: dict[int, TextIngestRun], committing: str) -> list[str]:
+    """A markdown table of `bench_ingest_text` runs by number of processes preparing."""
+    return [
+        "| processes preparing | points/s, first report to last | to the first report "
+        f"| to stop the workers | points/s overall | CPU µs per point, {committing} |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ] + [
+        f"| {'this one' if n == 1 else f'{n} workers'} | {run.steady:,.0f} | "
+        f"{run.to_first:.1f} s | {run.to_stop:.2f} s | {run.overall:,.0f} | {run.cpu_us:.0f} |"
+        for n, run in runs.items()
+    ]
+
+
+def bench_ingest_text(tmp: Path, texts: list[str], batch: int, workers: int) -> TextIngestRun:
+    """Points as JSON text (`point_texts`) through `ingest_batches`: of `REPEATS` runs, the one
+    with the median rate after the first report."""
     batches = [texts[offset : offset + batch] for offset in range(0, len(texts), batch)]
     runs = [
         _ingest_text_once(tmp / f"text-{workers}-{run}.db", batches, workers)
         for run in range(REPEATS)
     ]
-    return sorted(runs, key=lambda run: run[1])[REPEATS // 2]
+    return sorted(runs, key=lambda run: run.steady)[REPEATS // 2]
 
 
-def _ingest_text_once(path: Path, batches: list[list[str]], workers: int) -> tuple[float, ...]:
+def _ingest_text_once(path: Path, batches: list[list[str]], workers: int) -> TextIngestRun:
     n, batch = sum(len(texts) for texts in batches), len(batches[0])
     clear_scan_cache()
     with Store.open(f"sqlite:///{path}") as store:
         if workers == 1:  # loaded once per process, as for bench_ingest
             pii.presidio_analyzer(store.anonymizer.phone_regions)
         start, start_cpu = time.perf_counter(), time.process_time()
-        first = 0.0
+        first = last = 0.0
         for report in ingest_batches(store, batches, workers=workers):
             assert report.quarantined == 0, report.reasons
-            first = first or time.perf_counter()
+            last = time.perf_counter()
+            first = first or last
         end, cpu = time.perf_counter(), time.process_time() - start_cpu
-    return n / (end - start), (n - batch) / (end - first), first - start, cpu / n * 1e6
+    return TextIngestRun(
+        overall=n / (end - start),
+        steady=(n - batch) / (last - first),
+        to_first=first - start,
+        to_stop=end - last,
+        cpu_us=cpu / n * 1e6,
+    )
 
 
 def bench_cli_ingest(tmp: Path, texts: list[str]) -> tuple[float, str]:
@@ -267,6 +306,25 @@ def bench_cli_ingest(tmp: Path, texts: list[str]) -> tuple[float, str]:
     return sorted(runs)[REPEATS // 2], workers_line
 
 
+def prepared_batches(store: Store, texts: list[str], batch: int) -> tuple[list[bytes], float]:
+    """`texts` in batches prepared as a worker prepares them (bound for SQLite) and pickled as it
+    sends them, with the µs of CPU per point preparing took."""
+    start_cpu = time.process_time()
+    prepared = [
+        pickle.dumps(
+            prepare_as_worker(
+                texts[offset : offset + batch],
+                store.anonymizer,
+                store.settings,
+                bind_for_sqlite=True,
+            ),
+            protocol=pickle.HIGHEST_PROTOCOL,
+        )
+        for offset in range(0, len(texts), batch)
+    ]
+    return prepared, (time.process_time() - start_cpu) / len(texts) * 1e6
+
+
 def bench_commit_ceiling(tmp: Path, texts: list[str], batch: int) -> tuple[float, float, float]:
     """What bounds `ingest_batches` when there are cores enough for its workers: points/s at
     which this process commits batches already prepared as a worker prepares them (bound for
@@ -278,20 +336,7 @@ def bench_commit_ceiling(tmp: Path, texts: list[str], batch: int) -> tuple[float
         clear_scan_cache()
         with Store.open(f"sqlite:///{tmp / f'ceiling-{run}.db'}") as store:
             pii.presidio_analyzer(store.anonymizer.phone_regions)
-            start_cpu = time.process_time()
-            prepared = [
-                pickle.dumps(
-                    prepare_as_worker(
-                        texts[offset : offset + batch],
-                        store.anonymizer,
-                        store.settings,
-                        bind_for_sqlite=True,
-                    ),
-                    protocol=pickle.HIGHEST_PROTOCOL,
-                )
-                for offset in range(0, n, batch)
-            ]
-            prepare_us = (time.process_time() - start_cpu) / n * 1e6
+            prepared, prepare_us = prepared_batches(store, texts, batch)
             start, start_cpu = time.perf_counter(), time.process_time()
             for message in prepared:
                 with collector_paused():
@@ -299,6 +344,75 @@ def bench_commit_ceiling(tmp: Path, texts: list[str], batch: int) -> tuple[float
             wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
         runs.append((n / wall, cpu / n * 1e6, prepare_us))
     return sorted(runs)[REPEATS // 2]
+
+
+_PREPARED: list[bytes] = []  # in a worker of `bench_pipeline`: the batches it hands back
+
+
+def _hold_prepared(path: str) -> None:
+    global _PREPARED
+    _PREPARED = pickle.loads(Path(path).read_bytes())
+
+
+def _prepared_after(points: list[RawPoint], number: int, seconds: float) -> PreparedBatch:
+    """Stands in for a worker preparing batch `number` (`points`): as long as that took, then
+    the batch as it was prepared."""
+    time.sleep(seconds)
+    prepared: PreparedBatch = pickle.loads(_PREPARED[number])
+    return prepared
+
+
+def _pid_after(seconds: float) -> int:
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def bench_pipeline(
+    tmp: Path, texts: list[str], batch: int, workers: list[int], prepare_us: float
+) -> dict[int, float]:
+    """Points/s from the first report to the last that `ingest_batches`'s pipeline
+    (`commit_in_order`: batches sent to worker processes, prepared batches received and
+    committed in order) sustains with N workers each on a core of its own, on fewer cores: each
+    worker's preparation is replaced by a sleep as long as preparing took (`prepare_us` per
+    point) and hands back the batch prepared beforehand. Of `REPEATS` runs, the median."""
+    batches = [texts[offset : offset + batch] for offset in range(0, len(texts), batch)]
+    source = tmp / "prepared.pickle"
+    with Store.open(f"sqlite:///{tmp / 'pipeline-source.db'}") as store:
+        source.write_bytes(pickle.dumps(prepared_batches(store, texts, batch)[0]))
+    seconds = prepare_us * batch / 1e6
+    rates = {}
+    for n in workers:
+        runs = [
+            _pipeline_once(tmp / f"pipeline-{n}-{run}.db", source, batches, n, seconds)
+            for run in range(REPEATS)
+        ]
+        rates[n] = sorted(runs)[REPEATS // 2]
+    return rates
+
+
+def _pipeline_once(
+    path: Path, source: Path, batches: list[list[str]], workers: int, seconds: float
+) -> float:
+    context = multiprocessing.get_context("spawn")
+    with (
+        ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_hold_prepared, initargs=(str(source),)
+        ) as executor,
+        Store.open(f"sqlite:///{path}") as store,
+    ):
+        while len(set(executor.map(_pid_after, [0.2] * workers))) < workers:
+            pass  # every worker started and holding the batches before the clock
+        numbers = itertools.count()
+
+        def submit(points: list[RawPoint], _: date | None) -> Future[PreparedBatch]:
+            return executor.submit(_prepared_after, points, next(numbers), seconds)
+
+        first = last = 0.0
+        for report in commit_in_order(store, batches, submit, AHEAD_PER_WORKER * workers):
+            assert report.accepted == len(batches[0]), report
+            last = time.perf_counter()
+            first = first or last
+    return sum(len(batch) for batch in batches[1:]) / (last - first)
 
 
 def bench_storage(tmp: Path, n: int) -> float:
@@ -568,6 +682,7 @@ def main() -> None:
         texts = point_texts(TEXT_POINTS)
         text_runs = {w: bench_ingest_text(tmp, texts, 1000, w) for w in (1, 2)}
         ceiling, commit_us, prepare_us = bench_commit_ceiling(tmp, texts, 1000)
+        pipeline = bench_pipeline(tmp, texts, 1000, PIPELINE_WORKERS, prepare_us)
         cli_rate, cli_workers = bench_cli_ingest(tmp, texts)
         pg = postgres_url()
         pg_rates = bench_ingest(pg, 20_000, 1000) if pg else None
@@ -585,22 +700,19 @@ def main() -> None:
         return " / ".join(f"{wall:,.0f} ({cpu:,.0f} CPU)" for wall, cpu in pair)
 
     pg_cell = rates(pg_rates) if pg_rates else "not run (no server URL set)"
-    text_rows = [
-        "| processes preparing | points/s after the first report | to the first report "
-        "| points/s overall | CPU µs per point, this process |",
-        "| --- | --- | --- | --- | --- |",
-    ] + [
-        f"| {'this one' if workers == 1 else f'{workers} workers'} | {steady:,.0f} | "
-        f"{first:.1f} s | {overall:,.0f} | {cpu:.0f} |"
-        for workers, (overall, steady, first, cpu) in text_runs.items()
-    ]
-    needed = math.ceil(20_000 * prepare_us / 1e6)  # worker cores preparing 20,000 points/s
+    text_rows = text_run_rows(text_runs, "this process")
     two_core_bound = 2e6 / (prepare_us + commit_us)  # all the CPU 2 cores give, no overhead
+    pipeline_rows = [
+        "| workers | would prepare (points/s) | pipeline sustained (points/s) |",
+        "| --- | --- | --- |",
+    ] + [f"| {n} | {n * 1e6 / prepare_us:,.0f} | {rate:,.0f} |" for n, rate in pipeline.items()]
+    enough = [n for n, rate in pipeline.items() if rate >= 20_000]
     projection = (
-        f"So `--workers {needed}` on a machine with {needed + 1} free cores would prepare the "
-        "20,000 points/s that the committing process can store."
-        if ceiling >= 20_000
-        else "The committing process alone stays below 20,000 points/s."
+        f"From {enough[0]} workers on, the pipeline sustained 20,000 points/s: a machine with a "
+        f"free core for each of them and one for the committing process would meet the target, "
+        "if the workers prepare there as fast as one process does alone."
+        if enough
+        else "With none of these worker counts did the pipeline sustain 20,000 points/s."
     )
     stage_rows = ["| stage | µs of CPU per point |", "| --- | --- |"] + [
         f"| {stage} | {micros:.0f} |" for stage, micros in stages.items()
@@ -690,11 +802,20 @@ committed in the timed loop; median of {REPEATS} runs), it commits **{ceiling:,.
 {1e6 / prepare_us:,.0f} points/s per worker core.
 The same two costs bound what 2 workers reach here, where the three processes share 2 cores: at
 most 2 × 10⁶ / ({prepare_us:.0f} + {commit_us:.0f}) = {two_core_bound:,.0f} points/s; measured
-above, {text_runs[2][1]:,.0f} after the first report ({text_runs[2][1] / two_core_bound:.0%} of
-that bound).
-{projection}
-That is a projection from these two measured rates: `bench_pool_cores.py` measures ingest where
-there are more cores (section "Benchmark data pool: ingest with more cores"). Records built in
+above, {text_runs[2].steady:,.0f} from the first report to the last
+({text_runs[2].steady / two_core_bound:.0%} of that bound).
+
+Whether the committing process keeps up with more workers than there are cores here is measured
+with workers that do not compute: each waits as long as preparing its batch took
+({prepare_us:.0f} µs per point) and hands back that batch as prepared beforehand, so the batches
+travel to and from the workers and are committed as in `ingest_batches` (`commit_in_order`, at
+most {AHEAD_PER_WORKER} batches per worker ahead of the commits). Points/s from the first report
+to the last, the median of {REPEATS} runs:
+
+{chr(10).join(pipeline_rows)}
+
+{projection} That is a projection: `bench_pool_cores.py` measures ingest where there are more
+cores (section "Benchmark data pool: ingest with more cores"). Records built in
 the ingesting process (`DataPoint` objects) are not sent to workers: pickling one there and
 back costs {pickle_us:.0f} µs of CPU, about as much as preparing it.
 

@@ -22,6 +22,7 @@ from bench_pool import (
     bench_commit_ceiling,
     bench_ingest_text,
     point_texts,
+    text_run_rows,
 )
 
 from agent_agency.pool.ingest_workers import AUTO_MAX_WORKERS, auto_workers, usable_cores
@@ -95,32 +96,26 @@ def main() -> None:
         tmp = Path(tmp_name)
         for n in counts:
             runs[n] = bench_ingest_text(tmp, texts, BATCH, n)
-            progress(started, f"{n} preparing: {runs[n][1]:,.0f} points/s after the first report")
+            progress(
+                started, f"{n} preparing: {runs[n].steady:,.0f} points/s, first to last report"
+            )
         ceiling, commit_us, prepare_us = bench_commit_ceiling(tmp, texts, BATCH)
         progress(started, f"commits {ceiling:,.0f} points/s; preparing costs {prepare_us:.0f} µs")
         cli_rate, cli_workers = bench_cli_ingest(tmp, texts)
         progress(started, f"agency pool ingest: {cli_rate:,.0f} points/s")
-    table = [
-        "| processes preparing | points/s after the first report | to the first report "
-        "| points/s overall | CPU µs per point, committing process |",
-        "| --- | --- | --- | --- | --- |",
-    ] + [
-        f"| {'this one' if n == 1 else f'{n} workers'} | {steady:,.0f} | {first:.1f} s | "
-        f"{overall:,.0f} | {cpu:.0f} |"
-        for n, (overall, steady, first, cpu) in runs.items()
-    ]
-    meeting = [n for n, (_, steady, _, _) in runs.items() if steady >= TARGET]
+    table = text_run_rows(runs, "committing process")
+    meeting = [n for n, run in runs.items() if run.steady >= TARGET]
     if meeting:
         fewest = meeting[0]
         verdict = (
             f"**The target, {TARGET:,} points/s into SQLite, is met from {fewest} workers on**: "
-            f"{runs[fewest][1]:,.0f} points/s after the first report, "
-            f"{runs[fewest][0]:,.0f} overall (worker start-up included)."
+            f"{runs[fewest].steady:,.0f} points/s from the first report to the last, "
+            f"{runs[fewest].overall:,.0f} overall (the workers' start and stop included)."
         )
     else:
         verdict = f"**The target, {TARGET:,} points/s, is not met on this machine.**"
-    best = max(runs, key=lambda n: runs[n][1])
-    best_rate, first_reports = runs[best][1], [runs[n][2] for n in counts if n > 1]
+    best = max(runs, key=lambda n: runs[n].steady)
+    best_rate, first_reports = runs[best].steady, [runs[n].to_first for n in counts if n > 1]
     scaling = (
         f"The best rate, {best_rate:,.0f} points/s with {best} workers, is "
         f"{best_rate / ceiling:.0%} of what the committing process stores and "
@@ -136,7 +131,7 @@ batches, workers=N)` into a new SQLite file: N processes prepare batches (gates,
 the privacy gate, the rows and their SQLite parameters) while this one commits them in order.
 Processor: {processor_name()}; {cores} usable cores; {counts[-1] + 1} processes each running the
 same CPU-bound loop got {speedup:.1f}× the throughput of one ({counts[-1] + 1}× would mean a free
-core each). Median of {REPEATS} runs by the rate after the first report.
+core each). Median of {REPEATS} runs by the rate from the first report to the last.
 
 {chr(10).join(table)}
 

@@ -20,7 +20,7 @@ import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import date
@@ -169,16 +169,32 @@ def ingest_batches(
         initializer=_start_worker,
         initargs=(store.settings, secret, store.engine.dialect.name == "sqlite", os.getpid()),
     )
+
+    def submit(points: list[RawPoint], cold_through: date | None) -> Future[PreparedBatch]:
+        return executor.submit(_prepare_in_worker, points, cold_through)
+
     try:
-        pending: deque[Future[PreparedBatch]] = deque()
-        for number, batch in enumerate(batches):
-            check_points(batch, f"batches[{number}]")
-            # the cold tier's newest day as the batch leaves (one indexed query)
-            cold_through = store.cold_through()
-            pending.append(executor.submit(_prepare_in_worker, list(batch), cold_through))
-            if len(pending) > AHEAD_PER_WORKER * workers:
-                yield store.commit(pending.popleft().result())
-        while pending:
-            yield store.commit(pending.popleft().result())
+        yield from commit_in_order(store, batches, submit, AHEAD_PER_WORKER * workers)
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
+
+
+PrepareLater = Callable[[list[RawPoint], date | None], Future[PreparedBatch]]
+"""Hands a batch and the cold tier's newest day to a worker; the future is its prepared batch."""
+
+
+def commit_in_order(
+    store: Store, batches: Iterable[Sequence[RawPoint]], submit: PrepareLater, ahead: int
+) -> Iterator[IngestReport]:
+    """Submit each batch to be prepared elsewhere, commit the prepared batches in order, at most
+    `ahead` of them submitted and not yet committed (they bound memory); each report after its
+    commit. `ingest_batches`'s pipeline, apart from the workers it starts."""
+    pending: deque[Future[PreparedBatch]] = deque()
+    for number, batch in enumerate(batches):
+        check_points(batch, f"batches[{number}]")
+        # the cold tier's newest day as the batch leaves (one indexed query)
+        pending.append(submit(list(batch), store.cold_through()))
+        if len(pending) > ahead:
+            yield store.commit(pending.popleft().result())
+    while pending:
+        yield store.commit(pending.popleft().result())
