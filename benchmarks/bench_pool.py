@@ -230,7 +230,8 @@ class TextIngestRun:
     """One `ingest_batches` run over points as JSON text (`bench_ingest_text`)."""
 
     overall: float  # points/s from the call to its end: workers' start and stop included
-    steady: float  # points/s from the first batch's report to the last one's
+    steady: float  # points/s after start-up: from the report of batch N (N processes preparing;
+    # the workers start together, so by then each has delivered its first batch) to the last
     to_first: float  # seconds to the first report (the workers' start-up)
     to_stop: float  # seconds from the last report to the end (stopping the workers)
     cpu_us: float  # µs of this process's CPU per point (with workers: committing only)
@@ -239,7 +240,7 @@ class TextIngestRun:
 def text_run_rows(runs: dict[int, TextIngestRun], committing: str) -> list[str]:
     """A markdown table of `bench_ingest_text` runs by number of processes preparing."""
     return [
-        "| processes preparing | points/s, first report to last | to the first report "
+        "| processes preparing | points/s after start-up | to the first report "
         f"| to stop the workers | points/s overall | CPU µs per point, {committing} |",
         "| --- | --- | --- | --- | --- | --- |",
     ] + [
@@ -249,15 +250,17 @@ def text_run_rows(runs: dict[int, TextIngestRun], committing: str) -> list[str]:
     ]
 
 
-def bench_ingest_text(tmp: Path, texts: list[str], batch: int, workers: int) -> TextIngestRun:
-    """Points as JSON text (`point_texts`) through `ingest_batches`: of `REPEATS` runs, the one
-    with the median rate after the first report."""
+def bench_ingest_text(
+    tmp: Path, texts: list[str], batch: int, workers: int, repeats: int = REPEATS
+) -> TextIngestRun:
+    """Points as JSON text (`point_texts`) through `ingest_batches`: of `repeats` runs, the one
+    with the median rate after start-up."""
     batches = [texts[offset : offset + batch] for offset in range(0, len(texts), batch)]
     runs = [
         _ingest_text_once(tmp / f"text-{workers}-{run}.db", batches, workers)
-        for run in range(REPEATS)
+        for run in range(repeats)
     ]
-    return sorted(runs, key=lambda run: run.steady)[REPEATS // 2]
+    return sorted(runs, key=lambda run: run.steady)[repeats // 2]
 
 
 def _ingest_text_once(path: Path, batches: list[list[str]], workers: int) -> TextIngestRun:
@@ -267,25 +270,29 @@ def _ingest_text_once(path: Path, batches: list[list[str]], workers: int) -> Tex
         if workers == 1:  # loaded once per process, as for bench_ingest
             pii.presidio_analyzer(store.anonymizer.phone_regions)
         start, start_cpu = time.perf_counter(), time.process_time()
-        first = last = 0.0
+        reported = []
         for report in ingest_batches(store, batches, workers=workers):
             assert report.quarantined == 0, report.reasons
-            last = time.perf_counter()
-            first = first or last
+            reported.append(time.perf_counter())
         end, cpu = time.perf_counter(), time.process_time() - start_cpu
+    if len(reported) <= workers:
+        raise ValueError(f"{len(batches)} batches: too few to measure {workers} processes")
+    # Counted from the first report, the batches the other workers prepared during start-up
+    # would count without the time they took.
+    started = reported[workers - 1]
     return TextIngestRun(
         overall=n / (end - start),
-        steady=(n - batch) / (last - first),
-        to_first=first - start,
-        to_stop=end - last,
+        steady=(n - workers * batch) / (reported[-1] - started),
+        to_first=reported[0] - start,
+        to_stop=end - reported[-1],
         cpu_us=cpu / n * 1e6,
     )
 
 
-def bench_cli_ingest(tmp: Path, texts: list[str]) -> tuple[float, str]:
+def bench_cli_ingest(tmp: Path, texts: list[str], repeats: int = REPEATS) -> tuple[float, str]:
     """`agency pool ingest FILE` with its defaults (`--workers auto`) on `texts` as JSON lines:
     points/s by wall clock for the whole command (interpreter start, imports and workers
-    included), of `REPEATS` runs the median, and the line saying how many workers it started."""
+    included), of `repeats` runs the median, and the line saying how many workers it started."""
     agency = shutil.which("agency")
     if agency is None:
         raise RuntimeError("the agency command is not installed: pip install -e .")
@@ -293,7 +300,7 @@ def bench_cli_ingest(tmp: Path, texts: list[str]) -> tuple[float, str]:
     source.write_text("".join(text + "\n" for text in texts), encoding="utf-8")
     runs = []
     workers_line = ""
-    for run in range(REPEATS):
+    for run in range(repeats):
         start = time.perf_counter()
         command = [agency, "pool", "ingest", str(source), "--db", str(tmp / f"cli-{run}.db")]
         done = subprocess.run(command, capture_output=True, text=True)
@@ -303,7 +310,7 @@ def bench_cli_ingest(tmp: Path, texts: list[str]) -> tuple[float, str]:
         assert f"{n} accepted, 0 duplicates, 0 quarantined" in done.stdout, done.stdout
         match = re.search(r"preparing batches in \d+ worker processes", done.stdout)
         workers_line = match.group() if match else "no workers"
-    return sorted(runs)[REPEATS // 2], workers_line
+    return sorted(runs)[repeats // 2], workers_line
 
 
 def prepared_batches(store: Store, texts: list[str], batch: int) -> tuple[list[bytes], float]:
@@ -325,14 +332,16 @@ def prepared_batches(store: Store, texts: list[str], batch: int) -> tuple[list[b
     return prepared, (time.process_time() - start_cpu) / len(texts) * 1e6
 
 
-def bench_commit_ceiling(tmp: Path, texts: list[str], batch: int) -> tuple[float, float, float]:
+def bench_commit_ceiling(
+    tmp: Path, texts: list[str], batch: int, repeats: int = REPEATS
+) -> tuple[float, float, float]:
     """What bounds `ingest_batches` when there are cores enough for its workers: points/s at
     which this process commits batches already prepared as a worker prepares them (bound for
     SQLite, pickled; unpickled and committed in the timed loop), with µs of CPU per point; and
-    µs of CPU per point to prepare them (one worker's cost). Of `REPEATS` runs, the median by
+    µs of CPU per point to prepare them (one worker's cost). Of `repeats` runs, the median by
     commit rate."""
     n, runs = len(texts), []
-    for run in range(REPEATS):
+    for run in range(repeats):
         clear_scan_cache()
         with Store.open(f"sqlite:///{tmp / f'ceiling-{run}.db'}") as store:
             pii.presidio_analyzer(store.anonymizer.phone_regions)
@@ -343,7 +352,7 @@ def bench_commit_ceiling(tmp: Path, texts: list[str], batch: int) -> tuple[float
                     assert store.commit(pickle.loads(message)).accepted == batch
             wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
         runs.append((n / wall, cpu / n * 1e6, prepare_us))
-    return sorted(runs)[REPEATS // 2]
+    return sorted(runs)[repeats // 2]
 
 
 _PREPARED: list[bytes] = []  # in a worker of `bench_pipeline`: the batches it hands back
@@ -370,7 +379,7 @@ def _pid_after(seconds: float) -> int:
 def bench_pipeline(
     tmp: Path, texts: list[str], batch: int, workers: list[int], prepare_us: float
 ) -> dict[int, float]:
-    """Points/s from the first report to the last that `ingest_batches`'s pipeline
+    """Points/s after start-up (as `bench_ingest_text` counts them) that `ingest_batches`'s pipeline
     (`commit_in_order`: batches sent to worker processes, prepared batches received and
     committed in order) sustains with N workers each on a core of its own, on fewer cores: each
     worker's preparation is replaced by a sleep as long as preparing took (`prepare_us` per
@@ -407,12 +416,13 @@ def _pipeline_once(
         def submit(points: list[RawPoint], _: date | None) -> Future[PreparedBatch]:
             return executor.submit(_prepared_after, points, next(numbers), seconds)
 
-        first = last = 0.0
+        reported = []
         for report in commit_in_order(store, batches, submit, AHEAD_PER_WORKER * workers):
             assert report.accepted == len(batches[0]), report
-            last = time.perf_counter()
-            first = first or last
-    return sum(len(batch) for batch in batches[1:]) / (last - first)
+            reported.append(time.perf_counter())
+    # from the report by which each worker delivered its first batch, as `_ingest_text_once`
+    measured = sum(len(batch) for batch in batches[workers:])
+    return measured / (reported[-1] - reported[workers - 1])
 
 
 def bench_storage(tmp: Path, n: int) -> float:
@@ -802,15 +812,15 @@ committed in the timed loop; median of {REPEATS} runs), it commits **{ceiling:,.
 {1e6 / prepare_us:,.0f} points/s per worker core.
 The same two costs bound what 2 workers reach here, where the three processes share 2 cores: at
 most 2 × 10⁶ / ({prepare_us:.0f} + {commit_us:.0f}) = {two_core_bound:,.0f} points/s; measured
-above, {text_runs[2].steady:,.0f} from the first report to the last
+above, {text_runs[2].steady:,.0f} after start-up
 ({text_runs[2].steady / two_core_bound:.0%} of that bound).
 
 Whether the committing process keeps up with more workers than there are cores here is measured
 with workers that do not compute: each waits as long as preparing its batch took
 ({prepare_us:.0f} µs per point) and hands back that batch as prepared beforehand, so the batches
 travel to and from the workers and are committed as in `ingest_batches` (`commit_in_order`, at
-most {AHEAD_PER_WORKER} batches per worker ahead of the commits). Points/s from the first report
-to the last, the median of {REPEATS} runs:
+most {AHEAD_PER_WORKER} batches per worker ahead of the commits). Points/s after start-up, the
+median of {REPEATS} runs:
 
 {chr(10).join(pipeline_rows)}
 

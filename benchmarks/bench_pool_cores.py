@@ -5,10 +5,12 @@ process share them. This script measures `ingest_batches` with 1 to `AUTO_MAX_WO
 processes on a machine with more cores, and `agency pool ingest FILE` with its defaults.
 
 Run: python benchmarks/bench_pool_cores.py  (needs at least 4 usable cores)
+     python benchmarks/bench_pool_cores.py --repeats 1 --workers 3,4,6  (a shorter run)
 """
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing
 import sys
 import tempfile
@@ -78,15 +80,34 @@ def progress(started: float, line: str) -> None:
     print(f"[{time.perf_counter() - started:5.0f} s] {line}", flush=True)
 
 
+def arguments(cores: int) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
+    parser.add_argument(
+        "--repeats", type=int, default=REPEATS, help="runs per case; the median is reported"
+    )
+    parser.add_argument(
+        "--workers",
+        type=lambda text: sorted({int(n) for n in text.split(",")}),
+        default=worker_counts(cores),
+        help="worker counts to measure, comma-separated (1: this process alone); default: "
+        "1 and 2, 3, 4 and --workers auto's cap, each below the cores there are",
+    )
+    options = parser.parse_args()
+    if min(options.workers) < 1 or max(options.workers) < 2:
+        parser.error("--workers: counts of at least 1, and one of at least 2")
+    return options
+
+
 def main() -> None:
     cores = usable_cores()
+    options = arguments(cores)
     if cores < MIN_CORES:
         sys.exit(
             f"bench_pool_cores needs at least {MIN_CORES} usable cores; this process has {cores}. "
             "On fewer, bench_pool.py measures what they give."
         )
+    counts, repeats = options.workers, options.repeats
     started = time.perf_counter()
-    counts = worker_counts(cores)
     speedup = parallel_speedup(counts[-1] + 1)
     progress(started, f"{counts[-1] + 1} processes: {speedup:.1f}× one process's throughput")
     texts = point_texts(POINTS)
@@ -95,13 +116,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         for n in counts:
-            runs[n] = bench_ingest_text(tmp, texts, BATCH, n)
-            progress(
-                started, f"{n} preparing: {runs[n].steady:,.0f} points/s, first to last report"
-            )
-        ceiling, commit_us, prepare_us = bench_commit_ceiling(tmp, texts, BATCH)
+            runs[n] = bench_ingest_text(tmp, texts, BATCH, n, repeats)
+            progress(started, f"{n} preparing: {runs[n].steady:,.0f} points/s after start-up")
+        ceiling, commit_us, prepare_us = bench_commit_ceiling(tmp, texts, BATCH, repeats)
         progress(started, f"commits {ceiling:,.0f} points/s; preparing costs {prepare_us:.0f} µs")
-        cli_rate, cli_workers = bench_cli_ingest(tmp, texts)
+        cli_rate, cli_workers = bench_cli_ingest(tmp, texts, repeats)
         progress(started, f"agency pool ingest: {cli_rate:,.0f} points/s")
     table = text_run_rows(runs, "committing process")
     meeting = [n for n, run in runs.items() if run.steady >= TARGET]
@@ -109,7 +128,7 @@ def main() -> None:
         fewest = meeting[0]
         verdict = (
             f"**The target, {TARGET:,} points/s into SQLite, is met from {fewest} workers on**: "
-            f"{runs[fewest].steady:,.0f} points/s from the first report to the last, "
+            f"{runs[fewest].steady:,.0f} points/s after start-up, "
             f"{runs[fewest].overall:,.0f} overall (the workers' start and stop included)."
         )
     else:
@@ -131,7 +150,8 @@ batches, workers=N)` into a new SQLite file: N processes prepare batches (gates,
 the privacy gate, the rows and their SQLite parameters) while this one commits them in order.
 Processor: {processor_name()}; {cores} usable cores; {counts[-1] + 1} processes each running the
 same CPU-bound loop got {speedup:.1f}× the throughput of one ({counts[-1] + 1}× would mean a free
-core each). Median of {REPEATS} runs by the rate from the first report to the last.
+core each). Median of {repeats} runs by the rate after start-up: from the report by which each
+process preparing had delivered a batch to the last report.
 
 {chr(10).join(table)}
 
@@ -144,7 +164,7 @@ commits {ceiling:,.0f} points/s ({commit_us:.0f} µs of CPU per point); preparin
 `agency pool ingest FILE` with its defaults (`--workers auto`: {auto_workers(POINTS, cores)}
 workers for {POINTS:,} points on {cores} cores; it said "{cli_workers}") ingests the same
 {POINTS:,} lines at **{cli_rate:,.0f} points/s** by wall clock for the whole command,
-interpreter start, imports and worker start-up included (median of {REPEATS} runs).
+interpreter start, imports and worker start-up included (median of {repeats} runs).
 """
     write_section("Benchmark data pool: ingest with more cores", body)
     print(body)
