@@ -294,7 +294,7 @@ def _compact_summary(report: CompactReport) -> str:
         for count, what in (
             (report.cold_rows_deleted, "cold-tier daily aggregates past retention"),
             (report.quarantine_rows_deleted, "quarantine entries past retention"),
-            (report.records_deleted, "routing, execution, evaluation and span records"),
+            (report.records_deleted, "routing, refusal, execution, evaluation and span records"),
         )
         if count
     ]

@@ -44,7 +44,8 @@ AHEAD_PER_WORKER = 2  # batches prepared ahead of the commits, per worker (bound
 AUTO_MIN_POINTS = 50_000
 # One committing process stores what about 6 workers prepare (measured on the same machine:
 # 22,000 against 3,700 points/s; on faster ones 29,000 against 5,100 and 38,000 against 6,800).
-# With 16 cores, 6 workers ingested no faster than 4 (benchmarks/bench_pool_cores.py).
+# With 16 cores, 6 workers ingested no faster than 4 (benchmarks/bench_pool_cores.py), a rate
+# that included stopping them; standing in for real workers, 6 sustained more than 4.
 AUTO_MAX_WORKERS = 6
 # How often a worker checks that the process that started it is still alive (it exits if not).
 PARENT_CHECK_INTERVAL_S = 1.0
