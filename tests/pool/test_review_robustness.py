@@ -431,3 +431,33 @@ def test_sigterm_stops_ingest_and_its_workers(tmp_path: Path) -> None:
         stored = connection.execute("SELECT count(*) FROM data_points").fetchone()[0]
     assert 0 < accepted <= stored < 20_000
     assert _wait_gone(children, 5) == set()
+
+
+TEARDOWN_SCRIPT = """\
+import os, sys
+from agent_agency.config import PoolSettings
+from agent_agency.pool.ingest_workers import _start_worker
+
+class Witness:
+    def __del__(self):
+        print("torn down", flush=True)
+
+witness = Witness()
+if sys.argv[1] == "worker":
+    _start_worker(PoolSettings(), b"secret", True, os.getppid())
+print("exiting", flush=True)
+"""
+
+
+@pytest.mark.parametrize("role", ["worker", "plain"])
+def test_a_worker_exits_without_the_interpreters_teardown(tmp_path: Path, role: str) -> None:
+    """A worker process skips freeing its modules when it ends (it has nothing to flush): the
+    committing process's wait for its workers is not spent on their teardown."""
+    script = tmp_path / "teardown.py"
+    script.write_text(TEARDOWN_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, str(script), role], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    torn_down = ["exiting"] if role == "worker" else ["exiting", "torn down"]
+    assert done.stdout.split("\n")[:-1] == torn_down
