@@ -52,11 +52,19 @@ def read_lines(path: Path) -> Iterator[tuple[int, str]]:
 _OPENING_LINES = {"[": ("a JSON array", ".[]"), "{": ("a JSON object", ".")}
 
 
-def spread_json(first_line: str) -> tuple[str, str] | None:
-    """For the first non-blank line of an input that should be JSON Lines: what JSON it opens
-    and the jq filter that turns that into JSON Lines, when the line is nothing but an opening
-    bracket (never valid JSON on its own line); else None."""
-    return _OPENING_LINES.get(first_line.strip())
+def spread_json(first_line: str) -> tuple[str, str, str] | None:
+    """For the first non-blank line of an input that should be JSON Lines: what JSON it opens,
+    the jq filter that turns that into JSON Lines, and what about the line says so, when the line
+    can only be the start of JSON spread over lines: nothing but an opening bracket, or an array's
+    opening bracket and first element followed by a comma (never valid JSON on its own line);
+    else None."""
+    text = first_line.strip()
+    if text in _OPENING_LINES:
+        what, jq_filter = _OPENING_LINES[text]
+        return what, jq_filter, f"is {text!r} alone"
+    if text.startswith("[") and text.endswith(","):
+        return "a JSON array", ".[]", "opens it and ends with ','"
+    return None
 
 
 _JSON_TYPE_NAMES = {

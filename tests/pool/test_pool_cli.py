@@ -400,6 +400,22 @@ def test_cli_ingest_refuses_pretty_printed_json_before_storing_anything(
     assert not db.exists()
 
 
+def test_cli_ingest_refuses_an_array_written_one_point_per_line(tmp_path: Path) -> None:
+    """`[{...},` / `{...},` / `{...}]`: each line but none a point of its own."""
+    points = [make_point(f"p{i}").model_dump_json() for i in range(3)]
+    source = tmp_path / "points.json"
+    source.write_text("[" + ",\n".join(points) + "]\n")
+    db = tmp_path / "pool.db"
+    result = runner.invoke(pool_app, ["ingest", str(source), "--db", str(db)])
+    assert result.exit_code == 2
+    assert result.output == (
+        f"error: FILE: {source} is a JSON array spread over lines (line 1 opens it and ends "
+        "with ','), not JSON Lines (one data point per line): convert it with "
+        f"`jq -c '.[]' {shlex.quote(str(source))}`\n"
+    )
+    assert not db.exists()
+
+
 def test_cli_ingest_refuses_pretty_printed_json_from_standard_input(tmp_path: Path) -> None:
     db = tmp_path / "pool.db"
     result = runner.invoke(

@@ -350,9 +350,9 @@ def ingest(
 
     The input is read a batch at a time; a line that is not UTF-8 text is reported and skipped.
     From standard input or another pipe, whose length is not known beforehand, `--workers auto`
-    starts none and the progress bar has no total. Pretty-printed JSON (a first non-blank line
-    that is only '[' or '{') is refused before anything is stored, with the jq command that
-    turns it into JSON Lines (exit status 2).
+    starts none and the progress bar has no total. JSON spread over lines (a first non-blank line
+    that is only '[' or '{', or an array's '[' and first element ending with ',') is refused
+    before anything is stored, with the jq command that turns it into JSON Lines (exit status 2).
     Ctrl-C or SIGTERM stops the workers and says how far it got (exit status 130 or 143);
     running the command again resumes it. The exit status is 1 when the input had lines but
     none was stored (every one quarantined or unreadable), 0 when some were.
@@ -488,7 +488,7 @@ def _refuse_spread_json(source: str, first_line: tuple[int, str], *, stream: boo
     spread = spread_json(text)
     if spread is None:
         return
-    what, jq_filter = spread
+    what, jq_filter, evidence = spread
     command = f"jq -c {shlex.quote(jq_filter)}"
     convert = (
         f"pipe it through `{command}` first"
@@ -496,7 +496,7 @@ def _refuse_spread_json(source: str, first_line: tuple[int, str], *, stream: boo
         else f"convert it with `{command} {shlex.quote(source)}`"
     )
     raise fail(
-        f"FILE: {source} is {what} spread over lines (line {number} is {text.strip()!r} alone), "
+        f"FILE: {source} is {what} spread over lines (line {number} {evidence}), "
         f"not JSON Lines (one data point per line): {convert}"
     )
 
