@@ -718,9 +718,9 @@ def main() -> None:
     ] + [f"| {n} | {n * 1e6 / prepare_us:,.0f} | {rate:,.0f} |" for n, rate in pipeline.items()]
     enough = [n for n, rate in pipeline.items() if rate >= 20_000]
     projection = (
-        f"From {enough[0]} workers on, the pipeline sustained 20,000 points/s: a machine with a "
-        f"free core for each of them and one for the committing process would meet the target, "
-        "if the workers prepare there as fast as one process does alone."
+        f"From {enough[0]} workers on, the pipeline sustained 20,000 points/s: a machine with a\n"
+        "free core for each of them and one for the committing process would meet the target, if\n"
+        "the workers prepare there as fast as one process does alone."
         if enough
         else "With none of these worker counts did the pipeline sustain 20,000 points/s."
     )
@@ -795,7 +795,9 @@ next batch's preparation (measured: no gain). Worker processes do: `ingest_batch
 workers=N)` (`agency pool ingest --workers N`) prepares batches of JSON text in N processes (the
 gates, anonymization, the rows' JSON and their SQLite parameters) while this one only runs each
 batch's INSERT and commit, in order. {TEXT_POINTS:,} points as JSON text, batches of 1,000, the
-median of {REPEATS} runs:
+median of {REPEATS} runs; "after start-up" counts from the report by which each process preparing
+had delivered a batch to the last report (the workers start together: from the first report, the
+batches the others prepared meanwhile would count without the time they took):
 
 {chr(10).join(text_rows)}
 
