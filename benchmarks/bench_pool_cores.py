@@ -2,7 +2,8 @@
 
 `bench_pool.py` measures ingest on the 2 cores CI has, where the workers and the committing
 process share them. This script measures `ingest_batches` with 1 to `AUTO_MAX_WORKERS` worker
-processes on a machine with more cores, and `agency pool ingest FILE` with its defaults.
+processes on a machine with more cores, and `agency pool ingest FILE` with its defaults; and
+whether processes preparing at once, with no pipeline between them, slow one another down.
 
 Run: python benchmarks/bench_pool_cores.py  (needs at least 4 usable cores)
      python benchmarks/bench_pool_cores.py --repeats 1 --workers 3,4,6  (a shorter run)
@@ -17,6 +18,7 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from bench_pool import (
     REPEATS,
@@ -27,7 +29,15 @@ from bench_pool import (
     text_run_rows,
 )
 
-from agent_agency.pool.ingest_workers import AUTO_MAX_WORKERS, auto_workers, usable_cores
+from agent_agency.config import PoolSettings
+from agent_agency.pool import pii
+from agent_agency.pool.anonymize import Anonymizer
+from agent_agency.pool.ingest_workers import (
+    AUTO_MAX_WORKERS,
+    auto_workers,
+    prepare_as_worker,
+    usable_cores,
+)
 
 from results import write_section
 
@@ -35,6 +45,7 @@ TARGET = 20_000  # points/s, issue 4
 POINTS = 60_000  # seconds at the target rate: the workers' start-up does not decide the rate
 BATCH = 1000
 MIN_CORES = 4  # 3 workers and the committing process, each on a core of its own
+ALONE_POINTS = 10_000  # per process in `preparing_together`
 
 
 def processor_name() -> str:
@@ -76,6 +87,47 @@ def parallel_speedup(processes: int, iterations: int = 20_000_000) -> float:
     return processes * alone / together
 
 
+_start_together: Any = None  # in a process of `preparing_together`: the barrier all wait at
+
+
+def _hold_barrier(barrier: Any) -> None:
+    global _start_together
+    _start_together = barrier
+
+
+def _prepare_at_once(texts: list[str]) -> float:
+    """Points/s this process prepares `texts` at, as a worker does (batches of `BATCH`), once
+    every process of `preparing_together` is ready to start."""
+    settings = PoolSettings()
+    anonymizer = Anonymizer(
+        settings.anonymization, b"benchmark-secret", tuple(settings.pii_phone_regions)
+    )
+    pii.presidio_analyzer(anonymizer.phone_regions)
+    prepare_as_worker(texts[:BATCH], anonymizer, settings, bind_for_sqlite=True)  # warm-up
+    _start_together.wait(timeout=600)
+    start = time.perf_counter()
+    for offset in range(0, len(texts), BATCH):
+        prepare_as_worker(
+            texts[offset : offset + BATCH], anonymizer, settings, bind_for_sqlite=True
+        )
+    return len(texts) / (time.perf_counter() - start)
+
+
+def preparing_together(texts: list[str], processes: int) -> float:
+    """Points/s each of `processes` processes prepares at when all prepare at once, no pipeline
+    between them (the median process): whether preparing processes slow one another down."""
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(
+        processes,
+        mp_context=context,
+        initializer=_hold_barrier,
+        initargs=(context.Barrier(processes),),
+    ) as pool:
+        # each task waits at the barrier until all have started: one per process
+        rates = sorted(pool.map(_prepare_at_once, [texts] * processes))
+    return rates[processes // 2]
+
+
 def progress(started: float, line: str) -> None:
     print(f"[{time.perf_counter() - started:5.0f} s] {line}", flush=True)
 
@@ -112,6 +164,9 @@ def main() -> None:
     progress(started, f"{counts[-1] + 1} processes: {speedup:.1f}× one process's throughput")
     texts = point_texts(POINTS)
     progress(started, f"{POINTS:,} points as JSON lines")
+    alone = texts[:ALONE_POINTS]
+    together = {n: preparing_together(alone, n) for n in sorted({1, *counts})}
+    progress(started, f"preparing at once, points/s each: {together}")
     runs = {}
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
@@ -143,6 +198,10 @@ def main() -> None:
         f"came after {min(first_reports):.1f} to {max(first_reports):.1f} s: each worker is a new "
         "interpreter that imports the pool's dependencies and loads its recognizers first."
     )
+    together_rows = [
+        "| processes preparing at once | points/s each | of one process alone |",
+        "| --- | --- | --- |",
+    ] + [f"| {n} | {rate:,.0f} | {rate / together[1]:.0%} |" for n, rate in together.items()]
     body = f"""
 The same points as `bench_pool.py`'s (about 2.5 KB of JSON each, 10% with PII, the default
 policy), {POINTS:,} of them as JSON lines, batches of {BATCH:,}, through `ingest_batches(store,
@@ -160,6 +219,12 @@ process preparing had delivered a batch to the last report.
 The committing process alone, on batches prepared beforehand exactly as a worker prepares them,
 commits {ceiling:,.0f} points/s ({commit_us:.0f} µs of CPU per point); preparing costs
 {prepare_us:.0f} µs of CPU per point, {1e6 / prepare_us:,.0f} points/s per worker. {scaling}
+
+Whether preparing processes slow one another down on this machine, with no pipeline between
+them: N processes each prepare their own {len(alone):,} points (batches of {BATCH:,}, as a
+worker does), starting together once all are ready (the median process):
+
+{chr(10).join(together_rows)}
 
 `agency pool ingest FILE` with its defaults (`--workers auto`: {auto_workers(POINTS, cores)}
 workers for {POINTS:,} points on {cores} cores; it said "{cli_workers}") ingests the same
