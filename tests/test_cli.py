@@ -971,6 +971,12 @@ def test_audit_help_names_no_deployments_which_do_not_exist_yet() -> None:
             "error: FILE: missing.jsonl does not exist",
             "agency pool ingest",
         ),
+        (
+            ["replay", "missing.jsonl"],
+            "error: FILE: missing.jsonl does not exist",
+            "agency replay",
+        ),
+        (["replay", "."], "error: FILE: . is not a file", "agency replay"),
     ],
 )
 def test_a_usage_error_is_one_error_line_with_the_help_hint(

@@ -27,6 +27,7 @@ from agent_agency.cli_options import (
     console,
     err_console,
     fail,
+    input_path,
     load_settings,
     one_of,
     open_store,
@@ -257,9 +258,7 @@ def _check_summary_path(path: Path, option: str) -> None:
 def replay(
     path: Annotated[
         Path,
-        typer.Argument(
-            metavar="FILE", help="an agency-unwritten-*.jsonl file", exists=True, dir_okay=False
-        ),
+        typer.Argument(metavar="FILE", help="an agency-unwritten-*.jsonl file"),
     ],
     db: DbOption = None,
     config: ConfigOption = None,
@@ -270,7 +269,7 @@ def replay(
 
     settings = load_settings(config, db)
     try:
-        entries = read_spill(path)
+        entries = read_spill(input_path(path))
     except (ValueError, OSError) as error:
         raise fail(error) from None
     with open_store(settings) as store:
@@ -279,7 +278,8 @@ def replay(
         except ReplayRefused as error:
             raise fail(f"{path}: {error}") from None
     console.print(
-        f"replayed {report.records} records from {path} into {settings.storage.url}: "
+        f"replayed {report.records} record{'' if report.records == 1 else 's'} from {path} "
+        f"into {shown_url(settings.storage.url)}: "
         f"{report.stored_now} stored now, {report.quarantined} quarantined, "
         f"{report.already_stored} already stored",
         soft_wrap=True,

@@ -417,6 +417,16 @@ def _take_the_write_lock(store: Store) -> None:
         connection.exec_driver_sql("ROLLBACK")
 
 
+def input_path(path: Path) -> Path:
+    """`path` as the FILE argument of a command that reads it: a usage error naming FILE when it
+    does not exist or is a directory (a pipe, such as `<(command)`, is read as it is)."""
+    if not path.exists():
+        raise typer.BadParameter(f"FILE: {path} does not exist")
+    if path.is_dir():
+        raise typer.BadParameter(f"FILE: {path} is not a file")
+    return path
+
+
 def shown_url(url: str) -> str:
     """A database URL as printed: its password hidden."""
     from sqlalchemy.engine import make_url

@@ -16,14 +16,12 @@ from agent_agency.cli import app
 from agent_agency.pool import schema
 from agent_agency.pool.prepare import TOO_DEEP_MARK
 from agent_agency.pool.store import Store
-from agent_agency.pool.validation import MAX_NESTING, nesting_depth
+from agent_agency.pool.validation import MAX_NESTING, TOO_DEEP, nesting_depth
 
 runner = CliRunner()
 
 DEEP_OBJECT = '{"id":"deep","x":' + '{"a":' * 500 + "1" + "}" * 500 + "}"
 DEEP_ARRAY = "[" * 1000 + "]" * 1000
-TOO_DEEP = f"type: (point): nested more than {MAX_NESTING} levels deep"
-UNDECODABLE = "type: (point): not valid JSON: nested deeper than Python's JSON decoder allows"
 
 
 def _source(tmp_path: Path) -> Path:
@@ -50,14 +48,14 @@ def test_cli_ingest_quarantines_deep_lines_and_stores_the_rest(
     assert result.exit_code == 0, result.output  # partly rejected input
     assert "2 accepted, 0 duplicates, 2 quarantined" in result.output
     assert f"points.jsonl line 2 (deep): {TOO_DEEP}" in result.output
-    assert f"points.jsonl line 3: {UNDECODABLE}" in result.output
+    assert f"points.jsonl line 3: {TOO_DEEP}" in result.output
     ids, quarantined = _stored(db_url)
     assert ids == ["one", "two"]
     by_id = {point_id: (reasons, payload) for point_id, reasons, payload in quarantined}
     assert by_id["deep"][0] == [TOO_DEEP]
     assert nesting_depth(by_id["deep"][1]) == MAX_NESTING, "kept as deep as is safe, no deeper"
     assert TOO_DEEP_MARK in json.dumps(by_id["deep"][1])
-    assert by_id[None] == ([UNDECODABLE], {"unparsed_text": DEEP_ARRAY})
+    assert by_id[None] == ([TOO_DEEP], {"unparsed_text": DEEP_ARRAY})
 
     again = runner.invoke(app, arguments)  # a re-run resumes: nothing new, nothing lost
     assert again.exit_code == 0, again.output
@@ -80,7 +78,7 @@ def test_store_ingest_rejects_deep_text_and_mappings(store: Store) -> None:
     report = store.ingest([*points, "[" * 900 + "]" * 900])
     assert (report.accepted, report.quarantined) == (1, 5)
     assert report.reasons["deep"] == [TOO_DEEP]
-    assert report.reasons["#2"] == [UNDECODABLE]
+    assert report.reasons["#2"] == [TOO_DEEP]
     assert report.reasons["mapping"] == [TOO_DEEP]
     assert report.reasons["barely"] == [TOO_DEEP]
     assert report.reasons["#5"] == ["type: (point): expected a JSON object, got an array"]

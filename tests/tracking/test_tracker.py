@@ -277,6 +277,7 @@ def test_a_spilled_refusal_replays_into_a_pool_once_with_its_audit_entry(
     for stored_now, already_stored in ((1, 0), (0, 1)):  # the second replay adds nothing
         result = CliRunner().invoke(app, ["replay", str(spilled), "--db", str(target)])
         assert result.exit_code == 0, result.output
+        assert f"replayed 1 record from {spilled}" in result.output
         assert f"{stored_now} stored now, 0 quarantined, {already_stored} already stored" in (
             result.output
         )
@@ -410,4 +411,4 @@ def test_replay_refuses_a_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.chdir(tmp_path)
     (tmp_path / "spills").mkdir()
     result = CliRunner().invoke(app, ["replay", "spills", "--db", "x.db"])
-    assert result.exit_code == 2 and "'spills' is a directory" in result.output
+    assert result.exit_code == 2 and "FILE: spills is not a file" in result.output

@@ -26,6 +26,7 @@ from agent_agency.cli_options import (
     DbOption,
     Terminated,
     fail,
+    input_path,
     load_settings,
     one_of,
     open_store,
@@ -450,11 +451,7 @@ def _lines_of(path: Path) -> int | None:
     """How many lines the file to ingest has; None for a stream (a pipe, a terminal, the
     /dev/fd/N of `<(command)`), which can be read only once, so is not counted; a usage error
     when it is missing or a directory."""
-    if not path.exists():
-        raise typer.BadParameter(f"FILE: {path} does not exist")
-    if path.is_dir():
-        raise typer.BadParameter(f"FILE: {path} is not a file")
-    if not path.is_file():
+    if not input_path(path).is_file():
         return None
     try:
         return count_lines(path)

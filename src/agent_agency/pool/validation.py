@@ -39,7 +39,7 @@ MAX_NESTING = 200
 level: as deep as pydantic's JSON parser reads, so JSON text and decoded input are judged alike.
 A point nested deeper is a type error, checked before any step that recurses through it."""
 
-TOO_DEEP_FOR_DECODER = "nested deeper than Python's JSON decoder allows"
+TOO_DEEP = f"type: (point): nested more than {MAX_NESTING} levels deep"
 
 
 def nesting_depth(value: object, limit: int | None = None) -> int:
@@ -81,16 +81,15 @@ def parse_point(raw: RawPoint) -> tuple[DataPoint | None, list[str]]:
             raw = json.loads(raw)
         except json.JSONDecodeError as error:
             return None, [f"type: (point): not valid JSON: {error}"]
-        except RecursionError:
-            return None, [f"type: (point): not valid JSON: {TOO_DEEP_FOR_DECODER}"]
+        except RecursionError:  # valid JSON, nested deeper than Python's decoder reads
+            return None, [TOO_DEEP]
     if not isinstance(raw, Mapping):
         return None, [f"type: (point): {not_an_object(raw)}"]
-    too_deep = [f"type: (point): nested more than {MAX_NESTING} levels deep"]
     try:
         # a mapping is judged as the JSON it stands for, by the same strict rules as JSON text
         text = json.dumps(raw, default=_json_value)
     except RecursionError:
-        return None, too_deep
+        return None, [TOO_DEEP]
     except (TypeError, ValueError) as error:
         return None, [f"type: (point): not a JSON object: {error}"]
     try:
@@ -98,7 +97,7 @@ def parse_point(raw: RawPoint) -> tuple[DataPoint | None, list[str]]:
     except ValidationError as error:
         # the depth is measured only here: a point nested too deep is one pydantic rejects
         if nesting_depth(raw, MAX_NESTING) > MAX_NESTING:
-            return None, too_deep
+            return None, [TOO_DEEP]
         return None, _gate_reasons(error)
 
 
