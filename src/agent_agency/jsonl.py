@@ -55,7 +55,7 @@ _OPENING_LINES = {"[": ("a JSON array", ".[]"), "{": ("a JSON object", ".")}
 def spread_json(first_line: str) -> tuple[str, str, str] | None:
     """For the first non-blank line of an input that should be JSON Lines: what JSON it opens,
     the jq filter that turns that into JSON Lines, and what about the line says so, when the line
-    can only be the start of JSON spread over lines: nothing but an opening bracket, or an array's
+    can only be the start of JSON spread over lines: nothing but opening brackets, or an array's
     opening bracket and first element followed by a comma (never valid JSON on its own line);
     else None."""
     text = first_line.strip()
@@ -64,6 +64,8 @@ def spread_json(first_line: str) -> tuple[str, str, str] | None:
         return what, jq_filter, f"is {text!r} alone"
     if text.startswith("[") and text.endswith(","):
         return "a JSON array", ".[]", "opens it and ends with ','"
+    if text.startswith("[") and set(text) <= set("[{ \t"):
+        return "a JSON array", ".[]", f"is {text!r} alone"
     return None
 
 

@@ -400,6 +400,14 @@ def test_cli_ingest_refuses_pretty_printed_json_before_storing_anything(
     assert not db.exists()
 
 
+def test_cli_ingest_refuses_an_array_opened_with_its_first_object(tmp_path: Path) -> None:
+    source = tmp_path / "points.json"
+    source.write_text("[{\n" + _pretty_printed("object").split("\n", 1)[1][:-2] + "}]\n")
+    result = runner.invoke(pool_app, ["ingest", str(source), "--db", str(tmp_path / "p.db")])
+    assert result.exit_code == 2
+    assert "is a JSON array spread over lines (line 1 is '[{' alone)" in result.output
+
+
 def test_cli_ingest_refuses_an_array_written_one_point_per_line(tmp_path: Path) -> None:
     """`[{...},` / `{...},` / `{...}]`: each line but none a point of its own."""
     points = [make_point(f"p{i}").model_dump_json() for i in range(3)]

@@ -352,7 +352,7 @@ def ingest(
     The input is read a batch at a time; a line that is not UTF-8 text is reported and skipped.
     From standard input or another pipe, whose length is not known beforehand, `--workers auto`
     starts none and the progress bar has no total. JSON spread over lines (a first non-blank line
-    that is only '[' or '{', or an array's '[' and first element ending with ',') is refused
+    that is only '[', '{' or '[{', or an array's '[' and first element ending with ',') is refused
     before anything is stored, with the jq command that turns it into JSON Lines (exit status 2).
     Ctrl-C or SIGTERM stops the workers and says how far it got (exit status 130 or 143);
     running the command again resumes it. The exit status is 1 when the input had lines but
