@@ -627,7 +627,9 @@ def test_stats_names_the_tasks_refused_with_every_breaker_open(
     )
     result = runner.invoke(app, ["run", "--tasks", "4", "--concurrency", "1"])
     assert result.exit_code == 2, result.output  # no agent answered any task
-    assert json.loads((workdir / "agency-run.json").read_text())["tasks"] == 4
+    assert "Not in the summary: 3 tasks refused (no agent available)" in result.output
+    run_json = json.loads((workdir / "agency-run.json").read_text())
+    assert (run_json["tasks"], run_json["refused"]) == (4, 3)
     # the first task tried the agent, whose breaker then opened; the other three found none
     stats = json.loads(runner.invoke(app, ["stats", "--json"]).output)
     assert sum(row["tasks"] for row in stats["summary"]) == 1
@@ -976,7 +978,7 @@ def test_audit_help_names_no_deployments_which_do_not_exist_yet() -> None:
             "error: FILE: missing.jsonl does not exist",
             "agency replay",
         ),
-        (["replay", "."], "error: FILE: . is not a file", "agency replay"),
+        (["replay", "."], "error: FILE: file '.' is a directory.", "agency replay"),
     ],
 )
 def test_a_usage_error_is_one_error_line_with_the_help_hint(

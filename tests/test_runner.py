@@ -16,11 +16,13 @@ from agent_agency.pool.schema import agent_task_aggregates
 from agent_agency.pool.store import Store
 from agent_agency.records import utcnow
 from agent_agency.runner import (
+    RunReport,
     RunRequest,
     build_arbiter,
     build_router,
     execute_run,
     shorten_reason,
+    write_summary_json,
 )
 from agent_agency.tracking.tracker import Tracker
 
@@ -280,3 +282,27 @@ def test_a_task_feature_with_the_reserved_name_fails_before_the_run(tmp_path: Pa
     mine.write_text(json.dumps(task) + "\n")
     with pytest.raises(ValueError, match="task add-1: features: 'prompt_chars' is a reserved"):
         RunRequest(parse_config({}), suite_files=[mine]).prepare()
+
+
+def test_the_summary_json_names_the_database_without_its_password(tmp_path: Path) -> None:
+    config = parse_config(
+        {
+            "agents": [agent("solver")],
+            "storage": {"url": "postgresql+psycopg://someone:s3cret@db.example/pool"},
+        }
+    )
+    report = RunReport(
+        tasks=0,
+        succeeded=0,
+        wall_s=0.0,
+        summary=[],
+        summary_json=tmp_path / "summary.json",
+        spilled=[],
+        failure_reasons=[],
+        unanswered=0,
+        audit_head="",
+    )
+    write_summary_json(report, config, utcnow().isoformat(), simulated=True)
+    written = (tmp_path / "summary.json").read_text()
+    assert "s3cret" not in written
+    assert json.loads(written)["database"] == "postgresql+psycopg://someone:***@db.example/pool"

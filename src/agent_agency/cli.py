@@ -32,11 +32,11 @@ from agent_agency.cli_options import (
     one_of,
     open_store,
     run_stoppable,
-    shown_url,
     sigterm_raises,
 )
 from agent_agency.config import AgencyConfig, ConfigError, parse_config
 from agent_agency.pool.cli import pool_app
+from agent_agency.pool.engine import shown_url
 from agent_agency.records import SplitChoice, utcnow
 
 SPLITS: tuple[str, ...] = get_args(SplitChoice)
@@ -192,6 +192,11 @@ def run(
     _print_summary(report.summary, title="Run summary (agent × task type)")
     written = "not written" if report.summary_error else f"written to {report.summary_json}"
     console.print(f"{_tasks(report.tasks)} in {report.wall_s:.1f} s; summary {written}")
+    if report.refused:
+        console.print(
+            f"Not in the summary: {_tasks(report.refused)} refused (no agent available)",
+            highlight=False,
+        )
     if report.failure_reasons:
         console.print("Most common failure reasons:")
         for reason, count in report.failure_reasons:
@@ -258,7 +263,7 @@ def _check_summary_path(path: Path, option: str) -> None:
 def replay(
     path: Annotated[
         Path,
-        typer.Argument(metavar="FILE", help="an agency-unwritten-*.jsonl file"),
+        typer.Argument(metavar="FILE", help="an agency-unwritten-*.jsonl file", dir_okay=False),
     ],
     db: DbOption = None,
     config: ConfigOption = None,

@@ -24,6 +24,7 @@ from typer.core import TyperGroup
 
 from agent_agency.config import AgencyConfig, ConfigError, check_database_url, load_config
 from agent_agency.db_errors import database_error_reason, is_locked
+from agent_agency.pool.engine import shown_url
 
 if TYPE_CHECKING:
     from agent_agency.pool.store import Store
@@ -319,7 +320,9 @@ def usage_error_message(error: typer.TyperException) -> str:
 def _param_name(param: Any) -> str:
     """An option by its long name (`--tasks`), an argument by its metavar (`FILE`)."""
     long_names = [opt for opt in param.opts if opt.startswith("--")]
-    return str(long_names[0]) if long_names else str(param.name).upper()
+    if long_names:
+        return str(long_names[0])
+    return str(getattr(param, "metavar", None) or param.name).upper()
 
 
 def load_settings(config: Path | None, db: str | None = None) -> AgencyConfig:
@@ -425,13 +428,6 @@ def input_path(path: Path) -> Path:
     if path.is_dir():
         raise typer.BadParameter(f"FILE: {path} is not a file")
     return path
-
-
-def shown_url(url: str) -> str:
-    """A database URL as printed: its password hidden."""
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)
 
 
 def cannot_open(url: str, error: Exception) -> typer.Exit:

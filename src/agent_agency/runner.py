@@ -23,6 +23,7 @@ from agent_agency.caws.audit import AuditLog
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.caws.judges import FailingJudge, Judge, failing_judges
 from agent_agency.config import AgencyConfig
+from agent_agency.pool.engine import shown_url
 from agent_agency.pool.store import AgentTaskSummary, Store
 from agent_agency.records import AgentSpec, Task, utcnow
 from agent_agency.tasks import load_builtin, load_suite_files, select_tasks
@@ -123,6 +124,7 @@ class RunReport:
     # judges that failed to grade most of their verdicts; errors cut as failure reasons are
     failing_judges: list[FailingJudge] = field(default_factory=list)
     write_error: str | None = None  # why records were spilled rather than stored (`spilled`)
+    refused: int = 0  # tasks the router refused: no agent available (`RoutingRefusal`)
 
     @property
     def no_agent_answered(self) -> bool:
@@ -240,6 +242,7 @@ async def execute_run(
         failure_reasons=_failure_reasons(outcomes),
         fallbacks=_fallbacks(outcomes),
         unanswered=sum(not outcome.evaluations for outcome in outcomes),
+        refused=sum(outcome.refusal is not None for outcome in outcomes),
         audit_head=audit_head,
         failing_judges=[
             judge.model_copy(update={"most_common_error": shorten_reason(judge.most_common_error)})
@@ -310,7 +313,8 @@ def write_summary_json(
         "wall_s": round(report.wall_s, 3),
         "tasks": report.tasks,
         "succeeded": report.succeeded,
-        "database": config.storage.url,
+        "refused": report.refused,
+        "database": shown_url(config.storage.url),
         "agents": [spec.key for spec in config.team()],
         "simulated": simulated,
         "failure_reasons": [{"reason": reason, "tasks": n} for reason, n in report.failure_reasons],

@@ -411,4 +411,4 @@ def test_replay_refuses_a_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.chdir(tmp_path)
     (tmp_path / "spills").mkdir()
     result = CliRunner().invoke(app, ["replay", "spills", "--db", "x.db"])
-    assert result.exit_code == 2 and "FILE: spills is not a file" in result.output
+    assert result.exit_code == 2 and "FILE: file 'spills' is a directory" in result.output

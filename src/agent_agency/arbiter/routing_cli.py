@@ -31,8 +31,8 @@ from agent_agency.cli_options import (
     load_settings,
     one_of,
     open_store,
-    shown_url,
 )
+from agent_agency.pool.engine import shown_url
 from agent_agency.pool.outcomes import final_evaluations, final_quality
 from agent_agency.pool.queries import simulated_agents, simulated_label, simulation_banner
 from agent_agency.pool.schema import executions, routing_decisions

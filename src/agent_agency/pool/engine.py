@@ -55,6 +55,11 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
+def shown_url(url: str) -> str:
+    """A database URL as printed or written to a report: its password hidden."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
 def sqlite_file(url: URL) -> Path | None:
     """The file of a SQLite database named by its path; None for another backend, an in-memory
     database or a `file:` URI."""
