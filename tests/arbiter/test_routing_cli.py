@@ -7,10 +7,12 @@ import pytest
 from routing_helpers import agents, settings, task
 from typer.testing import CliRunner
 
+from agent_agency.arbiter.ope import ReplayedStrategy
 from agent_agency.arbiter.router import Router
 from agent_agency.arbiter.routing_cli import (
     NO_OUTCOME,
     ZERO_PROPENSITY,
+    estimand_note,
     read_logged_outcomes,
     routing_app,
 )
@@ -369,3 +371,13 @@ def test_the_small_sample_warning_says_what_its_percentages_measure(tmp_path: Pa
         "'ucb1') less often than 95% of the time; the share of simulated logs in which they did, "
         "by effective sample size: 63-82% near 10, 85-93% near 40 and 93-96% from 80 up"
     )
+
+
+def test_a_learning_strategy_that_learned_nothing_is_not_said_to_be_estimated_over_0() -> None:
+    target = ReplayedStrategy(RoutingStrategy.THOMPSON, settings(), agents("a", "b"))
+    note = estimand_note(target, 2)
+    assert note is not None
+    assert "learned from none of them: the estimates are of its value before it learns" in note
+    assert "over about 0" not in note
+    target.learned_from = 1
+    assert "over about 1 decision of its own" in str(estimand_note(target, 2))

@@ -201,10 +201,16 @@ def nothing_to_evaluate(url: str, left_out: Counter[str], points_only: bool, db:
     return f"{said} yet. Run `agency run` first."
 
 
-def _estimand(target: ReplayedStrategy, n: int) -> str | None:
+def estimand_note(target: ReplayedStrategy, n: int) -> str | None:
     """What the estimates of a learning strategy are of (the replay in `ope`'s docstring)."""
     if not target.learns:
         return None
+    if target.learned_from == 0:
+        return (
+            f"{target.strategy.value} learns: replayed in log order, its own draw never chose the "
+            f"logged agent in the {_decisions(n)} (Li et al. 2011), so it learned from none of "
+            "them: the estimates are of its value before it learns anything"
+        )
     return (
         f"{target.strategy.value} learns: replayed in log order, it learned from the "
         f"{target.learned_from} of {_decisions(n)} where its own draw chose the logged agent "
@@ -271,7 +277,7 @@ def evaluate(
         soft_wrap=True,
     )
     console.print("; ".join(notes), soft_wrap=True)
-    estimand = _estimand(target, len(logs))
+    estimand = estimand_note(target, len(logs))
     if estimand is not None:
         console.print(f"note: {estimand}", soft_wrap=True, highlight=False)
     for warning in evaluation_warnings(result, len(logs)):
