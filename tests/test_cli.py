@@ -746,10 +746,11 @@ def test_help_shows_readable_metavars_and_the_choices(command: list[str], shown:
 def test_a_choice_outside_the_allowed_ones_is_named_without_pydantic_s_prefix(
     workdir: Path, options: list[str], message: str
 ) -> None:
-    result = runner.invoke(app, options)
+    result = runner.invoke(app, options, prog_name="agency")
     assert result.exit_code == 2
     assert message in result.output
     assert "Value error" not in result.output
+    assert result.output.splitlines()[-1].endswith("--help' for help.")  # a usage error
 
 
 def test_config_errors_leak_no_pydantic_pattern_or_yaml_internals(workdir: Path) -> None:

@@ -211,7 +211,7 @@ def one_of(option: str, value: str, choices: Sequence[_Choice]) -> _Choice:
     """The choice equal to `value`; else an error naming `option` and the choices exits 2.
     (Typer's own check of an enum option prefixes its message with pydantic's 'Value error, '.)"""
     if value not in choices:
-        raise fail(f"{option}: {value!r} is not one of {', '.join(choices)}")
+        raise typer.BadParameter(f"{option}: {value!r} is not one of {', '.join(choices)}")
     return choices[choices.index(value)]
 
 
