@@ -379,11 +379,8 @@ def open_store(settings: AgencyConfig, *, create: bool = True, writes: bool | No
         shown = shown_url(url)
     except ArgumentError:
         raise fail(f"{url_label()}: {url!r} is not a database URL") from None
-    missing = missing_sqlite_file(url)
-    if missing is not None and not create:
-        raise fail(
-            f"{url_label()}: no database at {missing} (from {shown}); {CREATE_DATABASE_HINT}"
-        )
+    if not create:
+        require_database_file(url)
     writing = create if writes is None else writes
     if writing:
         try:
@@ -428,6 +425,17 @@ def input_path(path: Path) -> Path:
     if path.is_dir():
         raise typer.BadParameter(f"FILE: {path} is not a file")
     return path
+
+
+def require_database_file(url: str) -> None:
+    """Exit 2 naming the file when `url` is a SQLite database whose file does not exist (a
+    command that only reads it leaves it uncreated)."""
+    missing = missing_sqlite_file(url)
+    if missing is not None:
+        raise fail(
+            f"{url_label()}: no database at {missing} (from {shown_url(url)}); "
+            f"{CREATE_DATABASE_HINT}"
+        )
 
 
 def cannot_open(url: str, error: Exception) -> typer.Exit:

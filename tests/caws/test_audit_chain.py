@@ -330,5 +330,6 @@ def test_cli_verify_without_the_table_leaves_the_database_as_it_is(tmp_path: Pat
 def test_cli_verify_names_a_database_that_does_not_exist_and_creates_none(tmp_path: Path) -> None:
     missing = tmp_path / "missing.db"
     result = CliRunner().invoke(audit_app, ["verify", "--db", str(missing)])
-    assert result.exit_code == 2 and f"no database at {missing}" in result.output
+    assert result.exit_code == 2
+    assert f"no database at {missing} (from sqlite:///{missing})" in result.output
     assert not missing.exists()

@@ -18,10 +18,10 @@ from agent_agency.cli_options import (
     console,
     fail,
     load_settings,
-    missing_sqlite_file,
+    require_database_file,
     url_label,
 )
-from agent_agency.pool.engine import database_has_table, make_engine
+from agent_agency.pool.engine import database_has_table, make_engine, shown_url
 
 audit_app = typer.Typer()
 
@@ -49,15 +49,15 @@ def verify(
     if expect_head is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", expect_head):
         raise fail(f"--expect-head: {expect_head!r} is not a SHA-256 hash (64 hex digits)")
     url = load_settings(config, db).storage.url
-    missing = missing_sqlite_file(url)
-    if missing is not None:
-        raise fail(f"{url_label()}: no database at {missing}; {CREATE_DATABASE_HINT}")
+    require_database_file(url)
     try:
         has_log = database_has_table(url, "audit_log")
     except (SQLAlchemyError, ImportError) as error:
         raise cannot_open(url, error) from None
     if not has_log:
-        raise fail(f"{url_label()}: {url} holds no audit log yet; {CREATE_DATABASE_HINT}")
+        raise fail(
+            f"{url_label()}: {shown_url(url)} holds no audit log yet; {CREATE_DATABASE_HINT}"
+        )
     try:
         engine = make_engine(url)
     except (SQLAlchemyError, ImportError) as error:
