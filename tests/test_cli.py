@@ -519,7 +519,7 @@ def test_stats_on_a_pool_of_ingested_points_points_to_pool_stats(workdir: Path) 
     ("db", "reason"),
     [
         ("postgresql+psycopg://someone:secret@127.0.0.1:1/x", "Connection refused"),
-        ("no-such-dir/x.db", "unable to open database file"),
+        ("no-such-dir/x.db", "unable to open database file (no directory no-such-dir)"),
         ("mysql+mysqldb://someone:secret@127.0.0.1:1/x", "its database driver is not installed"),
     ],
 )

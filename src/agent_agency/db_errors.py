@@ -4,6 +4,7 @@ puts in its messages, and a SQLite database another process keeps locked said to
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
@@ -26,17 +27,28 @@ def is_locked(error: BaseException) -> bool:
     return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "is locked" in str(driver_error)
 
 
+def _sqlite_database(url: str) -> str | None:
+    """The file of a SQLite `url`; None for another database or what is no URL."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return None
+    if parsed.get_backend_name() == "sqlite" and parsed.database:
+        return parsed.database
+    return None
+
+
 def _database_file(url: str | None) -> str:
     """The file of a SQLite `url`, else the URL (without its password)."""
     if url is None:
         return "the database"
+    database = _sqlite_database(url)
+    if database is not None:
+        return database
     try:
-        parsed = make_url(url)
+        return make_url(url).render_as_string(hide_password=True)
     except ArgumentError:
         return url
-    if parsed.get_backend_name() == "sqlite" and parsed.database:
-        return parsed.database
-    return parsed.render_as_string(hide_password=True)
 
 
 def database_error_reason(error: BaseException, url: str | None = None) -> str:
@@ -48,5 +60,17 @@ def database_error_reason(error: BaseException, url: str | None = None) -> str:
             "program holding a write transaction on it, kept it locked for longer than SQLite "
             "waits); try again once that process has finished"
         )
-    reason = str(_driver_error(error)).strip()
-    return (reason or type(error).__name__).splitlines()[0]
+    reason = (str(_driver_error(error)).strip() or type(error).__name__).splitlines()[0]
+    directory = _missing_directory(url)
+    if directory is not None and reason == "unable to open database file":
+        return f"{reason} (no directory {directory})"
+    return reason
+
+
+def _missing_directory(url: str | None) -> Path | None:
+    """The directory a SQLite `url`'s file would be in, when it does not exist."""
+    database = None if url is None else _sqlite_database(url)
+    if database is None:
+        return None
+    directory = Path(database).expanduser().parent
+    return None if directory.is_dir() else directory
