@@ -7,6 +7,7 @@ dropped. Files are read a line at a time, never whole.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -50,23 +51,38 @@ def read_lines(path: Path) -> Iterator[tuple[int, str]]:
 # pretty-printed JSON is (`json.dump(..., indent=2)`, `jq .`): what the JSON is, and the jq
 # filter that writes it as JSON Lines.
 _OPENING_LINES = {"[": ("a JSON array", ".[]"), "{": ("a JSON object", ".")}
+_SPREAD = "spread over lines"
 
 
-def spread_json(first_line: str) -> tuple[str, str, str] | None:
-    """For the first non-blank line of an input that should be JSON Lines: what JSON it opens,
-    the jq filter that turns that into JSON Lines, and what about the line says so, when the line
-    can only be the start of JSON spread over lines: nothing but opening brackets, or an array's
-    opening bracket and first element followed by a comma (never valid JSON on its own line);
-    else None."""
+def json_not_lines(first_line: str) -> tuple[str, str, str] | None:
+    """For the first non-blank line of an input that should be JSON Lines: what JSON the input
+    is instead, the jq filter that turns it into JSON Lines, and what about the line says so;
+    None when the line may be JSON Lines.
+
+    The line is the start of JSON spread over lines when it is nothing but opening brackets, or
+    an array's opening bracket and first element followed by a comma (never valid JSON on its own
+    line); it is a whole array when it is a JSON array of objects (never a data point itself)."""
     text = first_line.strip()
     if text in _OPENING_LINES:
         what, jq_filter = _OPENING_LINES[text]
-        return what, jq_filter, f"is {text!r} alone"
-    if text.startswith("[") and text.endswith(","):
-        return "a JSON array", ".[]", "opens it and ends with ','"
-    if text.startswith("[") and set(text) <= set("[{ \t"):
-        return "a JSON array", ".[]", f"is {text!r} alone"
+        return f"{what} {_SPREAD}", jq_filter, f"is {text!r} alone"
+    if not text.startswith("["):
+        return None
+    if text.endswith(","):
+        return f"a JSON array {_SPREAD}", ".[]", "opens it and ends with ','"
+    if set(text) <= set("[{ \t"):
+        return f"a JSON array {_SPREAD}", ".[]", f"is {text!r} alone"
+    if _is_array_of_objects(text):
+        return "a JSON array on one line", ".[]", "holds it"
     return None
+
+
+def _is_array_of_objects(text: str) -> bool:
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, list) and bool(value) and isinstance(value[0], dict)
 
 
 _JSON_TYPE_NAMES = {

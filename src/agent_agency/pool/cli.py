@@ -32,7 +32,7 @@ from agent_agency.cli_options import (
     open_store,
     sigterm_raises,
 )
-from agent_agency.jsonl import spread_json
+from agent_agency.jsonl import json_not_lines
 from agent_agency.pool import schema
 from agent_agency.pool.ingest_workers import (
     AUTO_MAX_WORKERS,
@@ -352,8 +352,9 @@ def ingest(
     The input is read a batch at a time; a line that is not UTF-8 text is reported and skipped.
     From standard input or another pipe, whose length is not known beforehand, `--workers auto`
     starts none and the progress bar has no total. JSON spread over lines (a first non-blank line
-    that is only '[', '{' or '[{', or an array's '[' and first element ending with ',') is refused
-    before anything is stored, with the jq command that turns it into JSON Lines (exit status 2).
+    that is only '[', '{' or '[{', or an array's '[' and first element ending with ',') and a
+    JSON array of points on one line are refused before anything is stored, with the jq command
+    that turns them into JSON Lines (exit status 2). A duplicate counts as stored.
     Ctrl-C or SIGTERM stops the workers and says how far it got (exit status 130 or 143);
     running the command again resumes it. The exit status is 1 when the input had lines but
     none was stored (every one quarantined or unreadable), 0 when some were.
@@ -474,18 +475,18 @@ def _json_lines(batches: Iterator[LineBatch], source: str, *, stream: bool) -> I
     if first is None:
         return iter(())
     if first.lines:
-        _refuse_spread_json(source, first.lines[0], stream=stream)
+        _refuse_json_not_lines(source, first.lines[0], stream=stream)
     return chain([first], batches)
 
 
-def _refuse_spread_json(source: str, first_line: tuple[int, str], *, stream: bool) -> None:
+def _refuse_json_not_lines(source: str, first_line: tuple[int, str], *, stream: bool) -> None:
     """An error (exit status 2) with the jq command that converts the input when its first
-    non-blank line opens JSON spread over lines (`spread_json`)."""
+    non-blank line shows it is JSON but not JSON Lines (`json_not_lines`)."""
     number, text = first_line
-    spread = spread_json(text)
-    if spread is None:
+    found = json_not_lines(text)
+    if found is None:
         return
-    what, jq_filter, evidence = spread
+    what, jq_filter, evidence = found
     command = f"jq -c {shlex.quote(jq_filter)}"
     convert = (
         f"pipe it through `{command}` first"
@@ -493,7 +494,7 @@ def _refuse_spread_json(source: str, first_line: tuple[int, str], *, stream: boo
         else f"convert it with `{command} {shlex.quote(source)}`"
     )
     raise fail(
-        f"FILE: {source} is {what} spread over lines (line {number} {evidence}), "
+        f"FILE: {source} is {what} (line {number} {evidence}), "
         f"not JSON Lines (one data point per line): {convert}"
     )
 
