@@ -62,6 +62,32 @@ def test_wrong_type_names_file_and_field(tmp_path: Path) -> None:
     assert "integer" in message
 
 
+@pytest.mark.parametrize(
+    ("text", "field", "kind"),
+    [
+        ("pool:\n  anonymization: {hash_tenant: 0}\n", "pool.anonymization.hash_tenant", "boolean"),
+        ("pool:\n  anonymization: {reward_noise: 'yes'}\n", "reward_noise", "boolean"),
+        ("run:\n  tasks: '5'\n", "run.tasks", "integer"),
+        ("run:\n  seed: 3.0\n", "run.seed", "integer"),
+        ("routing:\n  breaker: {cooldown_s: '30'}\n", "routing.breaker.cooldown_s", "number"),
+    ],
+)
+def test_a_value_of_another_type_is_an_error_not_converted(
+    tmp_path: Path, text: str, field: str, kind: str
+) -> None:
+    """`hash_tenant: 0` would quietly turn tenant hashing off were it converted to false."""
+    with pytest.raises(ConfigError, match=rf"{field}: Input should be a valid {kind}"):
+        load_config(write(tmp_path, text))
+
+
+def test_json_forms_of_a_value_are_taken(tmp_path: Path) -> None:
+    config = load_config(
+        write(tmp_path, "routing:\n  strategy: ucb1\n  breaker: {cooldown_s: 30}\n")
+    )
+    assert config.routing.strategy is RoutingStrategy.UCB1
+    assert config.routing.breaker.cooldown_s == 30.0
+
+
 def test_unknown_field_is_an_error(tmp_path: Path) -> None:
     path = write(tmp_path, "routing:\n  stratgy: thompson\n")
     with pytest.raises(ConfigError, match=r"routing\.stratgy: Extra inputs are not permitted"):

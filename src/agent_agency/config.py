@@ -7,6 +7,7 @@ message names the file, the field path and the reason.
 from __future__ import annotations
 
 import copy
+import json
 import os
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextvars import ContextVar
@@ -706,7 +707,11 @@ def parse_config(data: Any, source: str = "<config>") -> AgencyConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: top level must be a mapping, got {type(data).__name__}")
     try:
-        return AgencyConfig.model_validate(data)
+        # As JSON, strictly: `hash_tenant: 0`, `tasks: "5"` or `seed: 3.0` is a type error, not
+        # quietly converted (`false`, `5`, `3`); JSON's own forms (a number for a float, a string
+        # for an enum or a path) are accepted. A value YAML reads that JSON has no form for (an
+        # unquoted date) is read as its text.
+        return AgencyConfig.model_validate_json(json.dumps(data, default=str), strict=True)
     except ValidationError as error:
         raise ConfigError(_format_validation_error(source, error)) from None
 
