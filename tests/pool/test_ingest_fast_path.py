@@ -268,7 +268,7 @@ def test_rows_bound_for_sqlite_are_refused_by_another_database(db_url: str) -> N
 
 def test_ingest_batches_names_a_bad_worker_count(store: Store) -> None:
     with pytest.raises(ValueError, match="workers: must be at least 1, got 0"):
-        list(ingest_batches(store, [[make_point("p")]], workers=0))
+        ingest_batches(store, [[make_point("p")]], workers=0)  # at the call, not when iterated
 
 
 class _KillsTheWorker:

@@ -143,7 +143,9 @@ def _prepare_in_worker(points: list[RawPoint], cold_through: date | None) -> Pre
 def ingest_batches(
     store: Store, batches: Iterable[Sequence[RawPoint]], workers: int = 1
 ) -> Generator[IngestReport, None, None]:
-    """Ingest each batch in its own transaction, in order; yields each report after its commit.
+    """Ingest each batch in its own transaction, in order; yields each report after its commit
+    (nothing is stored until the generator is iterated). A `workers` count below 1 is refused
+    at once.
 
     With `workers` > 1, that many processes (started here, stopped when the iterator ends or is
     closed) prepare the batches while this one commits them. A batch is acknowledged only by its
@@ -158,6 +160,12 @@ def ingest_batches(
     """
     if workers < 1:
         raise ValueError(f"workers: must be at least 1, got {workers}")
+    return _ingested(store, batches, workers)
+
+
+def _ingested(
+    store: Store, batches: Iterable[Sequence[RawPoint]], workers: int
+) -> Generator[IngestReport, None, None]:
     if workers == 1:
         for number, batch in enumerate(batches):
             check_points(batch, f"batches[{number}]")
