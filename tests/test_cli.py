@@ -991,3 +991,12 @@ def test_a_usage_error_is_one_error_line_with_the_help_hint(
     assert line in lines
     assert lines[-1] == f"Try '{command} --help' for help."
     assert "╭" not in result.output and "Input should be" not in result.output
+
+
+def test_run_help_names_every_built_in_suite() -> None:
+    from agent_agency.tasks.suites import builtin_suite_names
+
+    result = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "300"})
+    text = " ".join(result.output.replace("│", " ").split())
+    for name in builtin_suite_names():
+        assert name in text

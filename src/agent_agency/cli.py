@@ -77,7 +77,10 @@ def run(
     builtin: Annotated[
         list[str] | None,
         typer.Option(
-            "--builtin", metavar="NAME", help="a built-in suite (repeatable; default: all)"
+            "--builtin",
+            metavar="NAME",
+            help="a built-in suite (repeatable; default: all): arithmetic, classification, "
+            "code-editing, extraction, humaneval (code generation), text-transformation, tool-use",
         ),
     ] = None,
     split: Annotated[
@@ -245,7 +248,7 @@ def _check_builtin(names: list[str]) -> None:
     try:
         check_builtin_suites(names)
     except ValueError as error:
-        raise fail(f"--builtin: {error}") from None
+        raise typer.BadParameter(f"--builtin: {error}") from None
 
 
 def _check_summary_path(path: Path, option: str) -> None:
