@@ -1000,3 +1000,17 @@ def test_run_help_names_every_built_in_suite() -> None:
     text = " ".join(result.output.replace("│", " ").split())
     for name in builtin_suite_names():
         assert name in text
+
+
+def test_run_says_when_the_suites_hold_fewer_tasks_than_asked_for(workdir: Path) -> None:
+    result = runner.invoke(app, ["run", "--tasks", "500", "--builtin", "arithmetic"])
+    assert result.exit_code == 0, result.output
+    held = json.loads((workdir / "agency-run.json").read_text())["tasks"]
+    assert held < 500
+    said = (
+        "500 tasks asked for (--tasks / run.tasks), but the suites and split (train) hold "
+        f"{held}: running {held}"
+    )
+    assert said in " ".join(result.output.split())
+    quiet = runner.invoke(app, ["run", "--builtin", "arithmetic"])  # the default count
+    assert "asked for" not in quiet.output

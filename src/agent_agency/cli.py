@@ -149,6 +149,11 @@ def run(
             "considers every agent for those tasks",
             highlight=False,
         )
+    # said only where a count was asked for: 60, the default, is "all" for a small task file
+    asked = tasks is not None or "tasks" in base.run.model_fields_set
+    fewer = prepared.fewer_tasks_than_asked() if asked else None
+    if fewer is not None:
+        err_console.print(f"note: {fewer}", highlight=False)
     for warning in prepared.unmatched_task_types():
         err_console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     finished = succeeded = 0

@@ -51,6 +51,17 @@ class PreparedRun:
                     undeclared.setdefault(requirement, []).append(task)
         return undeclared
 
+    def fewer_tasks_than_asked(self) -> str | None:
+        """A note when the suites and split hold fewer tasks than `run.tasks` asks for (all of
+        them run)."""
+        asked, held = self.config.run.tasks, len(self.tasks)
+        if held >= asked:
+            return None
+        return (
+            f"{asked} tasks asked for (--tasks / run.tasks), but the suites and split "
+            f"({self.config.run.split}) hold {held}: running {held}"
+        )
+
     def unmatched_task_types(self) -> list[str]:
         """A warning for each task type named in the configuration (`routing.per_task_type`,
         `evaluation.gates`, `evaluation.judges[].task_types`) that is neither a type of this
