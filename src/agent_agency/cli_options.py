@@ -24,7 +24,7 @@ from typer.core import TyperGroup
 
 from agent_agency.config import AgencyConfig, ConfigError, check_database_url, load_config
 from agent_agency.db_errors import database_error_reason, is_locked
-from agent_agency.pool.engine import shown_url
+from agent_agency.pool.engine import database_url, shown_url
 
 if TYPE_CHECKING:
     from agent_agency.pool.store import Store
@@ -218,11 +218,6 @@ def one_of(option: str, value: str, choices: Sequence[_Choice]) -> _Choice:
 def command_for(db: str | None, command: str) -> str:
     """`command` as typed to read the database the running command used: with its `--db`."""
     return command if db is None else f"{command} --db {shlex.quote(db)}"
-
-
-def database_url(db: str) -> str:
-    """A SQLAlchemy URL; a plain file path is shorthand for a SQLite database."""
-    return db if "://" in db else f"sqlite:///{db}"
 
 
 # How errors name the database URL of the command running: the option it came from, or the

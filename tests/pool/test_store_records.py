@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from alembic import command
@@ -19,6 +20,16 @@ def test_open_creates_every_table(store: Store) -> None:
     tables = set(inspect(store.engine).get_table_names())
     assert set(schema.metadata.tables) <= tables
     assert "alembic_version" in tables
+
+
+def test_open_takes_a_plain_path_as_a_sqlite_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with Store.open("pool.db") as store:  # as --db takes it
+        assert store.ingest([make_point("p")]).accepted == 1
+    with Store.open(f"sqlite:///{tmp_path / 'pool.db'}", create=False) as store:
+        assert store.holds_data_points()
 
 
 def test_reopen_is_a_no_op_migration(db_url: str) -> None:

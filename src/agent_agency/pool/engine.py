@@ -55,6 +55,11 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
+def database_url(db: str) -> str:
+    """A SQLAlchemy URL; a plain file path is shorthand for a SQLite database."""
+    return db if "://" in db else f"sqlite:///{db}"
+
+
 def shown_url(url: str) -> str:
     """A database URL as printed or written to a report: its password hidden."""
     return make_url(url).render_as_string(hide_password=True)

@@ -22,7 +22,6 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import make_url
 
 from agent_agency.config import PoolSettings
 from agent_agency.pool import schema
@@ -30,8 +29,10 @@ from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.engine import (
     RawJson,
     database_has_table,
+    database_url,
     make_engine,
     serialize_json,
+    shown_url,
     sqlite_file,
 )
 from agent_agency.pool.migrate import migrate
@@ -447,13 +448,15 @@ class Store:
 
     @classmethod
     def open(cls, url: str, settings: PoolSettings | None = None, *, create: bool = True) -> Store:
-        """Connect to `url` and migrate its schema to the newest revision.
+        """Connect to `url` (a SQLAlchemy URL, or a plain path to a SQLite file) and migrate its
+        schema to the newest revision.
 
         With `create=False` (callers that only read) a database without the pool's schema is left
         as it is and `NoPool` is raised: migrating it would only fill it with empty tables.
         """
+        url = database_url(url)
         if not create and not database_has_table(url, _SCHEMA_VERSION_TABLE):
-            raise NoPool(f"{make_url(url).render_as_string(hide_password=True)} holds no pool")
+            raise NoPool(f"{shown_url(url)} holds no pool")
         engine = make_engine(url)
         migrate(engine)
         return cls(engine, settings)
