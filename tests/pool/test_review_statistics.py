@@ -140,6 +140,18 @@ def test_a_time_range_past_the_calendar_covers_everything(store: Store) -> None:
         get_system_statistics(store, "agent", time_range=timedelta(days=-1))
 
 
+def test_a_time_range_that_is_no_timedelta_is_named(store: Store) -> None:
+    with pytest.raises(TypeError, match="time_range: expected a timedelta .*, got int"):
+        get_system_statistics(store, "agent", time_range=7)  # type: ignore[arg-type]
+
+
+def test_validate_quality_names_settings_that_are_not_the_pools() -> None:
+    from agent_agency.config import AgencyConfig
+
+    with pytest.raises(TypeError, match=r"settings: expected the pool's settings .*AgencyConfig"):
+        validate_quality([make_point("p")], AgencyConfig())  # type: ignore[arg-type]
+
+
 def failing(point_id: str | None) -> dict[str, Any]:
     """A decoded point the bounds gate rejects (negative latency)."""
     raw = make_point(point_id or "unnamed").model_dump(mode="json")

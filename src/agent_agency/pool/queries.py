@@ -43,6 +43,11 @@ def window_start(time_range: timedelta | None) -> datetime | None:
     calendar's first day, which covers everything); a ValueError for a negative range."""
     if time_range is None:
         return None
+    if not isinstance(time_range, timedelta):
+        raise TypeError(
+            f"time_range: expected a timedelta (e.g. timedelta(days=7)), got "
+            f"{type(time_range).__name__}"
+        )
     if time_range < timedelta(0):
         raise ValueError(f"time_range: must not be negative, got {time_range}")
     try:
@@ -316,6 +321,11 @@ def validate_quality(
     (its position in `points`) when it has none, 'id#index' when it repeats a rejected id.
     """
     check_points(points)
+    if settings is not None and not isinstance(settings, PoolSettings):
+        raise TypeError(
+            f"settings: expected the pool's settings (PoolSettings, e.g. load_config().pool), "
+            f"got {type(settings).__name__}"
+        )
     batch = list(points)  # counted after preparing: an iterator would be spent
     settings = settings or PoolSettings()
     anonymizer = Anonymizer(
