@@ -78,6 +78,30 @@ def test_load_valid_file_skips_blank_lines(tmp_path: Path) -> None:
         (json.dumps(dict(GOOD, id="")), r":2: id: must not be empty or blank$"),
         (json.dumps(dict(GOOD, id="b", type=" ")), r":2: type: must not be empty or blank$"),
         (json.dumps(dict(GOOD, id="b", prompt="\n\t")), r":2: prompt: must not be empty or blank$"),
+        (
+            json.dumps(dict(GOOD, id="b", features={"prompt_chars": 3})),
+            r":2: features.prompt_chars: 'prompt_chars' is a reserved name",
+        ),
+        (
+            json.dumps(
+                dict(
+                    GOOD,
+                    id="b",
+                    grader={"kind": "label", "reference": {"labels": ["a", "c"], "answer": "b"}},
+                )
+            ),
+            r":2: grader.reference.answer: 'b' is none of the labels \['a', 'c'\]",
+        ),
+        (
+            json.dumps(
+                dict(
+                    GOOD,
+                    id="b",
+                    grader={"kind": "tool-answer", "reference": {"answer": 3, "tool": "calc"}},
+                )
+            ),
+            r":2: grader.reference.tool: 'calc' is not a tool the task offers \(tools: none\)",
+        ),
     ],
 )
 def test_load_errors_name_file_line_field(tmp_path: Path, line: str, message: str) -> None:

@@ -39,7 +39,7 @@ _COMPLEXITY_VALUE = {Complexity.TRIVIAL: 0.0, Complexity.STANDARD: 0.5, Complexi
 _FIXED = 4  # bias, complexity, requirement count, prompt length
 
 
-def _reserved_name(field: str) -> ValueError:
+def reserved_feature_error(field: str) -> ValueError:
     """Task features share `RoutingDecision.context` with the prompt length: the name is taken."""
     return ValueError(
         f"{field}: {PROMPT_CHARS_KEY!r} is a reserved name (routing records the prompt length "
@@ -50,7 +50,7 @@ def _reserved_name(field: str) -> ValueError:
 def check_task_features(task: Task) -> None:
     """ValueError naming the task when one of its features has the reserved name."""
     if PROMPT_CHARS_KEY in task.features:
-        raise _reserved_name(f"task {task.id}: features")
+        raise reserved_feature_error(f"task {task.id}: features")
 
 
 def squash(value: float) -> float:
@@ -73,7 +73,7 @@ class FeatureLayout:
         self.task_types = tuple(sorted(set(task_types)))
         self.feature_names = tuple(sorted(set(feature_names)))
         if PROMPT_CHARS_KEY in self.feature_names:
-            raise _reserved_name("routing.context_features")
+            raise reserved_feature_error("routing.context_features")
         self.hash_buckets = hash_buckets
         self._type_slot = {name: 1 + i for i, name in enumerate(self.task_types)}
         self._hashed_type_start = 1 + len(self.task_types)

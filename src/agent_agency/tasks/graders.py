@@ -22,6 +22,7 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from agent_agency.caws.sandbox import FunctionTests, run_python
@@ -86,7 +87,9 @@ class Grader(Generic[R]):
             return self.reference_model.model_validate(reference)
         except ValidationError as error:
             first = error.errors()[0]
-            path = ".".join(str(part) for part in first["loc"]) or "(top level)"
+            # a check of the whole reference names its field in the context (`records.invalid`)
+            field = first.get("ctx", {}).get("field")
+            path = ".".join(str(part) for part in first["loc"]) or field or "(top level)"
             raise GraderError(
                 f"grader.reference.{path}: {first['msg']} (grader kind {self.kind!r})"
             ) from None
@@ -418,6 +421,13 @@ register_grader(Grader("json-match", JsonMatchReference, _check_json_match))
 class LabelReference(Reference):
     labels: list[str] = Field(min_length=2)
     answer: str
+
+    @model_validator(mode="after")
+    def _answer_is_a_label(self) -> LabelReference:
+        # the grader finds one of `labels` in the output: another answer never passes
+        if _normalize_label(self.answer) not in {_normalize_label(label) for label in self.labels}:
+            raise invalid(f"{self.answer!r} is none of the labels {self.labels}", field="answer")
+        return self
 
 
 def _normalize_label(text: str) -> str:

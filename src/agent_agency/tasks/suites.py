@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from agent_agency.arbiter.features import PROMPT_CHARS_KEY, reserved_feature_error
 from agent_agency.jsonl import not_an_object, read_lines
 from agent_agency.records import SplitChoice, Task, error_reason
 from agent_agency.tasks.graders import GraderError, validate_grader_spec
@@ -52,10 +53,27 @@ def parse_task_line(text: str, *, source: str, line: int) -> Task:
         validate_grader_spec(task.grader)
     except GraderError as error:
         raise TaskFileError(f"{where}: {error}") from None
+    if PROMPT_CHARS_KEY in task.features:
+        raise TaskFileError(f"{where}: {reserved_feature_error(f'features.{PROMPT_CHARS_KEY}')}")
+    tool = _unoffered_tool(task)
+    if tool is not None:
+        offered = ", ".join(spec.name for spec in task.tools) or "none"
+        raise TaskFileError(
+            f"{where}: grader.reference.tool: {tool!r} is not a tool the task offers (tools: "
+            f"{offered}); the answer passes only once the agent used it"
+        )
     problem = _original_code_problem(task)
     if problem is not None:
         raise TaskFileError(f"{where}: metadata.original_code: {problem}")
     return task
+
+
+def _unoffered_tool(task: Task) -> str | None:
+    """The tool a tool-answer grader requires when the task does not offer it, else None."""
+    if task.grader.kind != "tool-answer":
+        return None
+    tool = str(task.grader.reference.get("tool"))
+    return None if tool in {spec.name for spec in task.tools} else tool
 
 
 def _original_code_problem(task: Task) -> str | None:
