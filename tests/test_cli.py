@@ -666,8 +666,9 @@ def test_a_remote_agent_without_its_server_s_url_is_a_clear_error_when_it_runs(
     )
     assert runner.invoke(app, ["config", "show"]).exit_code == 0
     assert runner.invoke(app, ["run", "--tasks", "1", "--agent", "sim"]).exit_code == 0
-    result = runner.invoke(app, ["run", "--tasks", "1"])
+    result = runner.invoke(app, ["run", "--tasks", "1", "--db", "fresh.db"])
     assert result.exit_code == 2, result.output
+    assert not (workdir / "fresh.db").exists()  # refused before anything was made
     output = " ".join(result.output.split())
     if environment is None or not environment.strip():
         assert "agent 'big@1': base_url is not set, and neither is the environment variable " in (
@@ -676,6 +677,18 @@ def test_a_remote_agent_without_its_server_s_url_is_a_clear_error_when_it_runs(
     else:
         assert "agent 'big@1': OPENAI_BASE_URL: 'notaurl' is not an http(s) URL" in output
     assert "Traceback" not in result.output
+
+
+def test_a_local_model_file_that_is_not_there_is_refused_before_anything_is_made(
+    workdir: Path,
+) -> None:
+    (workdir / "agency.yaml").write_text(
+        "agents:\n  - name: mine\n    backend: local\n    model: missing.gguf\n"
+    )
+    result = runner.invoke(app, ["run", "--tasks", "1"])
+    assert result.exit_code == 2, result.output
+    assert "agent 'mine@1': model file missing.gguf not found" in result.output
+    assert not (workdir / "agency.db").exists()
 
 
 @pytest.mark.parametrize("command", [["pool", "stats"], ["audit", "verify"]])

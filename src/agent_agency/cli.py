@@ -103,6 +103,7 @@ def run(
 ) -> None:
     """Send a batch of tasks through the arbiter and record every decision, execution and grade."""
     from agent_agency.agents.base import BackendError
+    from agent_agency.agents.registry import check_backend_setup
     from agent_agency.runner import RunRequest, execute_run, failing_judge_warning
 
     base = load_settings(config, db)
@@ -130,6 +131,11 @@ def run(
         prepared = request.prepare()
     except (ValueError, OSError) as error:
         raise fail(error) from None
+    for spec in settings.team():  # a missing model file or server URL, before anything is made
+        try:
+            check_backend_setup(spec)
+        except (BackendError, ValueError) as error:
+            raise fail(error) from None
     # a database that cannot be opened, or that another process keeps locked, fails before any
     # task runs
     open_store(settings, writes=True).close()

@@ -46,7 +46,7 @@ def is_loopback(url: str) -> bool:
         return False
 
 
-def _base_url(spec: AgentSpec) -> str:
+def server_url(spec: AgentSpec) -> str:
     """The agent's `base_url`, else $OPENAI_BASE_URL; without either the `openai` client would
     call OpenAI's API, seldom the server meant, so one of them must name it."""
     if spec.base_url:
@@ -139,7 +139,7 @@ class OpenAICompatBackend:
     def __init__(self, spec: AgentSpec) -> None:
         self.spec = spec
         self.name = f"openai_compat:{spec.key}"
-        self.base_url = _base_url(spec)
+        self.base_url = server_url(spec)
         self._client = openai.AsyncOpenAI(
             base_url=self.base_url,
             api_key=_api_key(spec, self.base_url),

@@ -7,22 +7,37 @@ from pathlib import Path
 
 from agent_agency.agents.base import Backend
 from agent_agency.agents.local import LocalBackend
-from agent_agency.agents.openai_compat import OpenAICompatBackend
+from agent_agency.agents.openai_compat import OpenAICompatBackend, server_url
 from agent_agency.agents.scripted import ScriptedBackend
 from agent_agency.records import EMBEDDED_MODEL, AgentSpec, Task
 
 BACKENDS = ("local", "openai_compat", "scripted")
 
 
+def check_backend_setup(spec: AgentSpec) -> None:
+    """What building `spec`'s backend would refuse, found without building it (no model loaded,
+    no server called): a local model file that is not there, an `openai_compat` agent with no
+    server URL. A ValueError or `BackendError` naming the agent."""
+    if spec.backend == "local":
+        _model_file(spec)
+    elif spec.backend == "openai_compat":
+        server_url(spec)
+
+
+def _model_file(spec: AgentSpec) -> Path | None:
+    """The .gguf file a local agent runs; None for the embedded model."""
+    if spec.model == EMBEDDED_MODEL:
+        return None
+    path = Path(spec.model).expanduser()
+    if not path.is_file():
+        raise ValueError(f"agent {spec.key!r}: model file {path} not found")
+    return path
+
+
 def build_backend(spec: AgentSpec, *, tasks: Sequence[Task] = ()) -> Backend:
     """The backend named by `spec.backend`; the scripted one needs the tasks it may be asked."""
     if spec.backend == "local":
-        if spec.model == EMBEDDED_MODEL:
-            return LocalBackend(spec)
-        path = Path(spec.model).expanduser()
-        if not path.is_file():
-            raise ValueError(f"agent {spec.key!r}: model file {path} not found")
-        return LocalBackend(spec, model_path=path)
+        return LocalBackend(spec, model_path=_model_file(spec))
     if spec.backend == "openai_compat":
         return OpenAICompatBackend(spec)
     if spec.backend == "scripted":
