@@ -382,10 +382,14 @@ class GateSpec(Section):
         try:
             GATES[gate].params_model.model_validate(params)
         except ValidationError as error:
+            items = error.errors()
+            if len(items) == 1 and items[0]["loc"]:  # named as `params.<field>`
+                field = ".".join(str(part) for part in items[0]["loc"])
+                raise invalid(f"{error_reason(items[0])} (gate {gate!r})", field=field) from None
             problems = "; ".join(
                 f"{'.'.join(str(part) for part in item['loc']) or '(top level)'}: "
                 f"{error_reason(item)}"
-                for item in error.errors()
+                for item in items
             )
             raise invalid(f"{problems} (gate {gate!r})") from None
         return params
@@ -675,7 +679,7 @@ class AgencyConfig(Section):
         for spec in self.agents:
             if name in (spec.name, spec.key):
                 return spec
-        known = ", ".join(spec.key for spec in self.agents)
+        known = ", ".join(dict.fromkeys(spec.key for spec in self.agents))
         raise KeyError(f"unknown agent {name!r}; configured agents: {known}")
 
 

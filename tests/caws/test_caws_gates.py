@@ -588,27 +588,27 @@ def test_configured_gate_replaces_default_and_code_gates_skip_text_tasks() -> No
     [
         (
             {"name": "format", "params": {"pattern": "("}},
-            "params: pattern: not a valid regular expression: missing ), unterminated subpattern",
+            "params.pattern: not a valid regular expression: missing ), unterminated subpattern",
         ),
         (
             {"name": "format", "params": {"json_schema": {"type": 5}}},
-            "params: json_schema: not a valid JSON schema at type: 5 is not valid",
+            "params.json_schema: not a valid JSON schema at type: 5 is not valid",
         ),
         (
             {"name": "lint-clean", "params": {"select": ["F", "XYZ123"]}},
-            "params: select: ruff rejects it: Unknown rule selector `XYZ123`",
+            "params.select: ruff rejects it: Unknown rule selector `XYZ123`",
         ),
         (
             {"name": "banned-phrases", "params": {"phrases": ["ok", " \u200b"]}},
-            "params: phrases.1: must hold visible text",
+            "params.phrases.1: must hold visible text",
         ),
         (
             {"name": "safety", "params": {"pii_entities": ["EMAIL_ADDRESS", "PHONE"]}},
-            "params: pii_entities.1: unknown PII entity 'PHONE'; known: CREDIT_CARD, CRYPTO,",
+            "params.pii_entities.1: unknown PII entity 'PHONE'; known: CREDIT_CARD, CRYPTO,",
         ),
         (
             {"name": "budget", "params": {"max_latency_ms": float("inf")}},
-            "params: max_latency_ms: Input should be a finite number",
+            "params.max_latency_ms: Input should be a finite number",
         ),
     ],
 )
