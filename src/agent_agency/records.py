@@ -597,7 +597,9 @@ class RLLabels(Record):
 
 class DataPoint(Record):
     id: RecordId
-    timestamp: Annotated[datetime, AfterValidator(to_utc)]  # in UTC, a naive one taken as UTC
+    timestamp: Annotated[datetime, AfterValidator(to_utc)] = Field(
+        description="ISO 8601 date-time; converted to UTC, and one without an offset is UTC"
+    )
     task: TaskContext
     routing: RoutingContext
     execution: ExecutionMetrics

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import jsonschema
 import pytest
 from pool_records import make_point
 from typer.testing import CliRunner
@@ -215,6 +216,11 @@ def test_schema_describes_the_lines_ingest_reads() -> None:
     document = json.loads(result.output)
     assert document["title"] == "DataPoint"
     assert {"id", "task", "routing", "execution", "evaluation"} <= set(document["required"])
+    validator = jsonschema.Draft202012Validator(document)
+    assert document["$schema"] == validator.META_SCHEMA["$id"]
+    validator.check_schema(document)
+    validator.validate(json.loads(make_point("p").model_dump_json()))
+    assert "UTC" in document["properties"]["timestamp"]["description"]
 
 
 def test_cli_ingest_names_a_path_that_is_no_file(tmp_path: Path) -> None:

@@ -308,7 +308,8 @@ def _compact_summary(report: CompactReport) -> str:
 @pool_app.command("schema")
 def data_point_schema() -> None:
     """Print the JSON schema of a data point: what each line of `agency pool ingest` holds."""
-    console.print_json(json.dumps(DataPoint.model_json_schema()))
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema"}
+    console.print_json(json.dumps(schema | DataPoint.model_json_schema()))
 
 
 def _workers(value: str, lines: int) -> int:
