@@ -328,7 +328,7 @@ def test_malformed_task_file_names_file_and_line(workdir: Path) -> None:
         (
             SCRIPTED_TEAM
             + "evaluation:\n  gates:\n    '*': [{name: budget, params: {max_tokens: 0}}]\n",
-            "evaluation.gates.*.0.params: max_tokens: Input should be greater than 0 "
+            "evaluation.gates.*.0.params.max_tokens: Input should be greater than 0 "
             "(gate 'budget')",
         ),
         (

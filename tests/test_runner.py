@@ -280,7 +280,7 @@ def test_a_task_feature_with_the_reserved_name_fails_before_the_run(tmp_path: Pa
         "grader": {"kind": "exact-number", "reference": {"answer": 2}},
     }
     mine.write_text(json.dumps(task) + "\n")
-    with pytest.raises(ValueError, match="task add-1: features: 'prompt_chars' is a reserved"):
+    with pytest.raises(ValueError, match="mine.jsonl:1: features.prompt_chars: 'prompt_chars'"):
         RunRequest(parse_config({}), suite_files=[mine]).prepare()
 
 
