@@ -1027,3 +1027,14 @@ def test_run_says_when_the_suites_hold_fewer_tasks_than_asked_for(workdir: Path)
     assert said in " ".join(result.output.split())
     quiet = runner.invoke(app, ["run", "--builtin", "arithmetic"])  # the default count
     assert "asked for" not in quiet.output
+
+
+def test_a_suggested_command_hides_the_database_password() -> None:
+    from agent_agency.cli_options import command_for
+
+    url = "postgresql+psycopg://someone:s3cret@db.example/pool"
+    assert command_for(url, "agency stats") == (
+        "agency stats --db 'postgresql+psycopg://someone:***@db.example/pool'"
+    )
+    assert command_for("my pool.db", "agency stats") == "agency stats --db 'my pool.db'"
+    assert command_for(None, "agency stats") == "agency stats"

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from sqlalchemy.exc import ArgumentError
 from typer.core import TyperGroup
 
 from agent_agency.config import AgencyConfig, ConfigError, check_database_url, load_config
@@ -216,8 +217,15 @@ def one_of(option: str, value: str, choices: Sequence[_Choice]) -> _Choice:
 
 
 def command_for(db: str | None, command: str) -> str:
-    """`command` as typed to read the database the running command used: with its `--db`."""
-    return command if db is None else f"{command} --db {shlex.quote(db)}"
+    """`command` as typed to read the database the running command used: with its `--db`, a
+    URL's password hidden (the command is printed, and may end up in a log)."""
+    if db is None:
+        return command
+    shown = db
+    if "://" in db:
+        with suppress(ArgumentError):
+            shown = shown_url(db)
+    return f"{command} --db {shlex.quote(shown)}"
 
 
 # How errors name the database URL of the command running: the option it came from, or the
@@ -364,7 +372,7 @@ def open_store(settings: AgencyConfig, *, create: bool = True, writes: bool | No
     its first write. Such a command loads the tenant secret first: a secret file that cannot be
     used exits 2 before the database is touched."""
     from alembic.util.exc import CommandError
-    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+    from sqlalchemy.exc import SQLAlchemyError
 
     from agent_agency.pool.store import NoPool, Store
     from agent_agency.pool.tenant_secret import TenantSecretError, load_tenant_secret
