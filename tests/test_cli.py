@@ -941,12 +941,28 @@ def test_a_database_another_process_keeps_locked_is_said_to_be_locked(
         ), (command, result.output)
 
 
-def test_a_command_meeting_a_locked_database_midway_says_so_without_a_traceback(
+def test_pool_compact_finds_a_locked_database_before_any_work(
     workdir: Path, hold_sqlite_lock: Callable[[Path], None]
 ) -> None:
-    """`pool compact` opens the database only to read (WAL lets it), then writes."""
     assert runner.invoke(app, ["run", "--tasks", "2"]).exit_code == 0
     hold_sqlite_lock(workdir / "agency.db")
+    result = runner.invoke(app, ["pool", "compact"])
+    assert result.exit_code == 2, result.output
+    assert " ".join(result.output.split()).startswith(
+        "error: storage.url: cannot write to sqlite:///agency.db: the database agency.db is locked"
+    )
+
+
+def test_a_command_meeting_a_locked_database_midway_says_so_without_a_traceback(
+    workdir: Path, hold_sqlite_lock: Callable[[Path], None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the check before any work, `pool compact` opens the database to read (WAL lets
+    it), then meets the lock when it writes."""
+    from agent_agency import cli_options
+
+    assert runner.invoke(app, ["run", "--tasks", "2"]).exit_code == 0
+    hold_sqlite_lock(workdir / "agency.db")
+    monkeypatch.setattr(cli_options, "_take_the_write_lock", lambda store: None)
     result = runner.invoke(app, ["pool", "compact"])
     assert result.exit_code == 2, result.output
     assert " ".join(result.output.split()) == (

@@ -62,8 +62,10 @@ pool_app = typer.Typer(help="The benchmark data pool: statistics, quarantine, ti
 console = Console()
 
 
-def _open(config: Path | None, db: str | None, *, create: bool = False) -> Store:
-    return open_store(load_settings(config, db), create=create)
+def _open(
+    config: Path | None, db: str | None, *, create: bool = False, writes: bool | None = None
+) -> Store:
+    return open_store(load_settings(config, db), create=create, writes=writes)
 
 
 @pool_app.command()
@@ -261,7 +263,8 @@ def compact(
     Tier ages come from config (`pool.hot_days`, `pool.warm_days`, `pool.cold_days`).
     """
     with (
-        _open(config, db) as store,
+        # it writes: a database another process keeps locked is found before any work
+        _open(config, db, writes=True) as store,
         Progress(console=console, transient=True, disable=not console.is_terminal) as progress,
     ):
         shown: list[TaskID] = []  # the progress bar, once there is a day to move
