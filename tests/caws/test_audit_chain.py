@@ -284,10 +284,23 @@ def test_cli_verify_reports_intact_and_broken_chains(db_url: str, engine: Engine
     ok = runner.invoke(audit_app, ["verify", "--db", db_url])
     assert ok.exit_code == 0, ok.output
     assert "intact" in ok.output and "6 entries" in ok.output
+    assert "Nothing is audited yet" not in ok.output
     sql(engine, "DELETE FROM audit_log WHERE seq = 2")
     broken = runner.invoke(audit_app, ["verify", "--db", db_url])
     assert broken.exit_code == 1
     assert "broken at entry 2" in broken.output
+
+
+def test_cli_verify_of_an_empty_trail_says_what_gets_audited(tmp_path: Path) -> None:
+    from agent_agency.pool.store import Store
+
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    Store.open(url).close()  # the pool's tables, the audit log's among them, and no entry
+    result = CliRunner().invoke(audit_app, ["verify", "--db", url])
+    assert result.exit_code == 0, result.output
+    assert "0 entries verified" in result.output
+    said = " ".join(result.output.split())
+    assert "data points stored with `agency pool ingest` are not" in said
 
 
 def test_cli_verify_checks_an_expected_head(db_url: str, engine: Engine) -> None:

@@ -83,3 +83,10 @@ def verify(
         f"{seconds:.2f} s; head hash {report.head_hash}{holds}",
         soft_wrap=True,
     )
+    if report.entries == 0:
+        console.print(
+            "Nothing is audited yet: routing decisions, refusals and evaluations are, as `agency "
+            "run` records them; data points stored with `agency pool ingest` are not.",
+            soft_wrap=True,
+            highlight=False,
+        )
