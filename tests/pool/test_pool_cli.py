@@ -4,7 +4,7 @@ import json
 import os
 import shlex
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -387,45 +387,56 @@ def _pretty_printed(kind: str) -> str:
     return json.dumps(points if kind == "array" else points[0], indent=2) + "\n"
 
 
+def _one_point_per_line() -> str:
+    """`[{...},` / `{...},` / `{...}]`: each line but none a point of its own."""
+    return "[" + ",\n".join(make_point(f"p{i}").model_dump_json() for i in range(3)) + "]\n"
+
+
+def _opened_with_its_first_object() -> str:
+    return "[{\n" + _pretty_printed("object").split("\n", 1)[1][:-2] + "}]\n"
+
+
+def _array_on_one_line() -> str:
+    return json.dumps([make_point(f"p{i}").model_dump(mode="json") for i in range(2)]) + "\n"
+
+
 @pytest.mark.parametrize(
-    ("kind", "opening", "jq_filter"), [("array", "[", "'.[]'"), ("object", "{", ".")]
+    ("content", "what", "jq_filter"),
+    [
+        (
+            lambda: _pretty_printed("array"),
+            "a JSON array spread over lines (line 1 is '[' alone)",
+            "'.[]'",
+        ),
+        (
+            lambda: _pretty_printed("object"),
+            "a JSON object spread over lines (line 1 is '{' alone)",
+            ".",
+        ),
+        (
+            _opened_with_its_first_object,
+            "a JSON array spread over lines (line 1 is '[{' alone)",
+            "'.[]'",
+        ),
+        (
+            _one_point_per_line,
+            "a JSON array spread over lines (line 1 opens it and ends with ',')",
+            "'.[]'",
+        ),
+        (_array_on_one_line, "a JSON array on one line (line 1 holds it)", "'.[]'"),
+    ],
 )
-def test_cli_ingest_refuses_pretty_printed_json_before_storing_anything(
-    tmp_path: Path, kind: str, opening: str, jq_filter: str
+def test_cli_ingest_refuses_json_that_is_not_json_lines_before_storing_anything(
+    tmp_path: Path, content: Callable[[], str], what: str, jq_filter: str
 ) -> None:
     source = tmp_path / "points.json"
-    source.write_text(_pretty_printed(kind))
+    source.write_text(content())
     db = tmp_path / "pool.db"
     result = runner.invoke(pool_app, ["ingest", str(source), "--db", str(db)])
     assert result.exit_code == 2
     assert result.output == (
-        f"error: FILE: {source} is a JSON {kind} spread over lines (line 1 is '{opening}' "
-        "alone), not JSON Lines (one data point per line): convert it with "
-        f"`jq -c {jq_filter} {shlex.quote(str(source))}`\n"
-    )
-    assert not db.exists()
-
-
-def test_cli_ingest_refuses_an_array_opened_with_its_first_object(tmp_path: Path) -> None:
-    source = tmp_path / "points.json"
-    source.write_text("[{\n" + _pretty_printed("object").split("\n", 1)[1][:-2] + "}]\n")
-    result = runner.invoke(pool_app, ["ingest", str(source), "--db", str(tmp_path / "p.db")])
-    assert result.exit_code == 2
-    assert "is a JSON array spread over lines (line 1 is '[{' alone)" in result.output
-
-
-def test_cli_ingest_refuses_an_array_written_one_point_per_line(tmp_path: Path) -> None:
-    """`[{...},` / `{...},` / `{...}]`: each line but none a point of its own."""
-    points = [make_point(f"p{i}").model_dump_json() for i in range(3)]
-    source = tmp_path / "points.json"
-    source.write_text("[" + ",\n".join(points) + "]\n")
-    db = tmp_path / "pool.db"
-    result = runner.invoke(pool_app, ["ingest", str(source), "--db", str(db)])
-    assert result.exit_code == 2
-    assert result.output == (
-        f"error: FILE: {source} is a JSON array spread over lines (line 1 opens it and ends "
-        "with ','), not JSON Lines (one data point per line): convert it with "
-        f"`jq -c '.[]' {shlex.quote(str(source))}`\n"
+        f"error: FILE: {source} is {what}, not JSON Lines (one data point per line): convert it "
+        f"with `jq -c {jq_filter} {shlex.quote(str(source))}`\n"
     )
     assert not db.exists()
 
