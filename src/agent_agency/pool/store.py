@@ -60,6 +60,7 @@ from agent_agency.records import (
     Execution,
     RoutingDecision,
     RoutingRefusal,
+    RoutingRequest,
     Span,
     to_utc,
     utcnow,
@@ -131,26 +132,23 @@ def percentile(sorted_values: Sequence[float], fraction: float) -> float:
     return float(sorted_values[rank])
 
 
-def _decision_row(decision: RoutingDecision) -> dict[str, Any]:
+def _routing_row(record: RoutingRequest) -> dict[str, Any]:
+    """The columns every routing record's table has: a refusal's row, a decision's first."""
     return {
-        "id": decision.id,
-        "timestamp": to_utc(decision.timestamp),
-        "task_id": decision.task_id,
-        "task_type": decision.task_type,
-        "agent": decision.selected_agent,
-        "strategy": decision.strategy,
-        "propensity": decision.propensity,
-        "payload": RawJson(decision.model_dump_json()),
+        "id": record.id,
+        "timestamp": to_utc(record.timestamp),
+        "task_id": record.task_id,
+        "task_type": record.task_type,
+        "payload": RawJson(record.model_dump_json()),
     }
 
 
-def _refusal_row(refusal: RoutingRefusal) -> dict[str, Any]:
+def _decision_row(decision: RoutingDecision) -> dict[str, Any]:
     return {
-        "id": refusal.id,
-        "timestamp": to_utc(refusal.timestamp),
-        "task_id": refusal.task_id,
-        "task_type": refusal.task_type,
-        "payload": RawJson(refusal.model_dump_json()),
+        **_routing_row(decision),
+        "agent": decision.selected_agent,
+        "strategy": decision.strategy,
+        "propensity": decision.propensity,
     }
 
 
@@ -529,7 +527,7 @@ class Store:
         """
         with self._engine.begin() as connection:
             insert_new(connection, schema.routing_decisions, [_decision_row(d) for d in decisions])
-            insert_new(connection, schema.routing_refusals, [_refusal_row(r) for r in refusals])
+            insert_new(connection, schema.routing_refusals, [_routing_row(r) for r in refusals])
             new_executions = insert_new(
                 connection, schema.executions, [_execution_row(e) for e in executions]
             )
