@@ -10,8 +10,10 @@ structured types again) are plain regexes that always run. File paths are genera
 from __future__ import annotations
 
 import functools
+import importlib.abc
 import os
 import re
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -193,11 +195,49 @@ def presidio_analyzer(phone_regions: tuple[str, ...] = DEFAULT_PHONE_REGIONS) ->
     return analyzer
 
 
+# Machine-learning frameworks that Presidio, spaCy and thinc import whenever they are installed,
+# for NLP engines, NER models and devices that the regex-only analyzer never uses. Where torch and
+# transformers were installed, importing Presidio took 16 s instead of 1 s (a 16-core machine of
+# benchmarks/bench_pool_cores.py), in every process that ingests: each ingest worker among them.
+UNUSED_FRAMEWORKS = frozenset(
+    {"torch", "transformers", "tensorflow", "mxnet", "cupy", "cupyx", "stanza", "gliner"}
+)
+
+
+class _NotForThisThread(importlib.abc.MetaPathFinder):
+    """Makes importing `UNUSED_FRAMEWORKS` (not yet imported) fail in one thread, as if they were
+    not installed; other threads import them as usual."""
+
+    def __init__(self) -> None:
+        self._thread = threading.get_ident()
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
+        unused = fullname.partition(".")[0] in UNUSED_FRAMEWORKS
+        if unused and threading.get_ident() == self._thread:
+            raise ModuleNotFoundError(f"{fullname}: not imported for Presidio", name=fullname)
+        return None
+
+
+def import_presidio() -> None:
+    """Import Presidio's analyzer without `UNUSED_FRAMEWORKS`: they stay importable afterwards,
+    but Presidio, spaCy and thinc keep working without them (none uses them in regex-only mode)."""
+    if "presidio_analyzer" in sys.modules:
+        return
+    finder = _NotForThisThread()
+    sys.meta_path.insert(0, finder)
+    try:
+        import presidio_analyzer  # noqa: F401
+    finally:
+        sys.meta_path.remove(finder)
+
+
 def _build_analyzer(phone_regions: tuple[str, ...]) -> Any:
     # The e-mail recognizer calls tldextract, which would fetch the public suffix list over the
     # network; an empty URL list makes it use the snapshot bundled in the package.
     os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
     import tldextract.tldextract
+
+    import_presidio()
     from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
     from presidio_analyzer.nlp_engine import NoOpNlpEngine
 
@@ -385,6 +425,7 @@ _CHECKSUM_TRIGGER = re.compile(
 
 @functools.cache
 def _checksum_recognizers() -> tuple[Any, ...]:
+    import_presidio()
     from presidio_analyzer.predefined_recognizers import CryptoRecognizer, IbanRecognizer
 
     return IbanRecognizer(), CryptoRecognizer()
