@@ -205,8 +205,9 @@ def main() -> None:
     body = f"""
 The same points as `bench_pool.py`'s (about 2.5 KB of JSON each, 10% with PII, the default
 policy), {POINTS:,} of them as JSON lines, batches of {BATCH:,}, through `ingest_batches(store,
-batches, workers=N)` into a new SQLite file: N processes prepare batches (gates, anonymization,
-the privacy gate, the rows and their SQLite parameters) while this one commits them in order.
+batches, workers=N, prepare_here_while_starting=False)` into a new SQLite file: N processes
+prepare every batch (gates, anonymization, the privacy gate, the rows and their SQLite parameters)
+while this one commits them in order.
 Processor: {processor_name()}; {cores} usable cores; {counts[-1] + 1} processes each running the
 same CPU-bound loop got {speedup:.1f}× the throughput of one ({counts[-1] + 1}× would mean a free
 core each). Median of {repeats} runs by the rate after start-up: from the report by which each
@@ -229,7 +230,8 @@ worker does), starting together once all are ready (the median process):
 `agency pool ingest FILE` with its defaults (`--workers auto`: {auto_workers(POINTS, cores)}
 workers for {POINTS:,} points on {cores} cores; it said "{cli_workers}") ingests the same
 {POINTS:,} lines at **{cli_rate:,.0f} points/s** by wall clock for the whole command,
-interpreter start, imports and worker start-up included (median of {repeats} runs).
+interpreter start, imports and the workers' start included, during which it ingests batches
+itself (median of {repeats} runs).
 """
     write_section("Benchmark data pool: ingest with more cores", body)
     print(body)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import uuid
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from agent_agency.pool import cli as pool_cli
 from agent_agency.pool.store import Store
 
 POSTGRES_ENV = "AGENCY_TEST_POSTGRES_URL"
@@ -67,3 +69,11 @@ def store(db_url: str) -> Iterator[Store]:
         yield opened
     finally:
         opened.close()
+
+
+@pytest.fixture
+def workers_prepare_every_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`agency pool ingest` hands every batch to its workers, the first included: a small input
+    is otherwise all ingested in the command's own process while its workers start."""
+    whole_pipeline = functools.partial(pool_cli.ingest_batches, prepare_here_while_starting=False)
+    monkeypatch.setattr(pool_cli, "ingest_batches", whole_pipeline)

@@ -39,6 +39,7 @@ def _stored(db_url: str) -> tuple[list[str], list[tuple[str | None, list[str], A
         return sorted(ids), [(row[0], list(row[1]), row[2]) for row in rows]
 
 
+@pytest.mark.usefixtures("workers_prepare_every_batch")
 @pytest.mark.parametrize("workers", [[], ["--batch", "1", "--workers", "2"]])
 def test_cli_ingest_quarantines_deep_lines_and_stores_the_rest(
     db_url: str, tmp_path: Path, workers: list[str]

@@ -6,6 +6,8 @@ import copy
 import json
 import os
 import re
+from collections.abc import Sequence
+from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
@@ -20,9 +22,13 @@ from sqlalchemy import select
 from agent_agency.config import DEFAULT_PHONE_REGIONS, AnonymizationPolicy, PoolSettings
 from agent_agency.pool import pii, schema
 from agent_agency.pool.anonymize import Anonymizer
-from agent_agency.pool.ingest_workers import ingest_batches, prepare_as_worker
+from agent_agency.pool.ingest_workers import (
+    ingest_batches,
+    ingest_here_until_started,
+    prepare_as_worker,
+)
 from agent_agency.pool.pii import PRESIDIO_DIGIT_TRIGGERS, PRESIDIO_TRIGGERS, clear_scan_cache
-from agent_agency.pool.prepare import data_point_row, tier_for
+from agent_agency.pool.prepare import IngestReport, data_point_row, tier_for
 from agent_agency.pool.queries import BatchCriteria, get_batch
 from agent_agency.pool.store import Store, insert_new, insert_points
 from agent_agency.pool.validation import parse_point, string_reasons, structural_reasons
@@ -218,7 +224,10 @@ def test_worker_processes_store_what_ingest_in_process_stores(tmp_path: Path) ->
     results = []
     for workers in (1, 2):
         with Store.open(f"sqlite:///{tmp_path / f'workers-{workers}.db'}") as store:
-            reports = list(ingest_batches(store, batches, workers=workers))
+            ingested = ingest_batches(
+                store, batches, workers=workers, prepare_here_while_starting=False
+            )
+            reports = list(ingested)
             results.append((reports, _stored_rows(store), _stored_quarantine(store)))
     (in_process, rows, quarantined), (with_workers, worker_rows, worker_quarantined) = results
     assert [r.model_dump() for r in with_workers] == [r.model_dump() for r in in_process]
@@ -266,6 +275,41 @@ def test_rows_bound_for_sqlite_are_refused_by_another_database(db_url: str) -> N
         assert _stored_rows(store) == []
 
 
+def test_this_process_ingests_batches_until_a_worker_has_started(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    batches = [[make_point(f"p{batch}-{i}").model_dump_json() for i in range(3)] for batch in "ab"]
+    ingested_here: list[Sequence[Any]] = []
+    ingest = store.ingest
+
+    def recorded(points: Sequence[Any]) -> IngestReport:
+        ingested_here.append(points)
+        return ingest(points)
+
+    monkeypatch.setattr(store, "ingest", recorded)
+    reports = list(ingest_batches(store, batches, workers=2))
+    assert [report.accepted for report in reports] == [3, 3]
+    # a worker takes far longer to start (an interpreter and its imports) than a batch here
+    assert ingested_here[0] == batches[0]
+
+    ingested_here.clear()
+    again = list(ingest_batches(store, batches, workers=2, prepare_here_while_starting=False))
+    assert [report.duplicates for report in again] == [3, 3]
+    assert ingested_here == []
+
+
+def test_the_batches_left_once_a_worker_has_started_are_the_workers(store: Store) -> None:
+    batches = [[make_point(f"p{batch}").model_dump_json()] for batch in range(4)]
+    remaining = iter(batches)
+    started: list[Future[None]] = [Future(), Future()]
+    reports = ingest_here_until_started(store, remaining, started)
+    assert [next(reports).accepted, next(reports).accepted] == [1, 1]
+    started[1].set_result(None)
+    assert list(reports) == []
+    assert list(remaining) == batches[2:]
+    assert list(ingest_here_until_started(store, iter(batches), started)) == []
+
+
 def test_ingest_batches_names_a_bad_worker_count(store: Store) -> None:
     with pytest.raises(ValueError, match="workers: must be at least 1, got 0"):
         ingest_batches(store, [[make_point("p")]], workers=0)  # at the call, not when iterated
@@ -283,7 +327,7 @@ def test_a_dead_worker_raises_and_what_was_reported_is_stored(tmp_path: Path) ->
     batches: list[list[Any]] = [good[0], [_KillsTheWorker()], good[1]]
     reported: list[str] = []
     with Store.open(f"sqlite:///{tmp_path / 'pool.db'}") as store:
-        reports = ingest_batches(store, batches, workers=2)
+        reports = ingest_batches(store, batches, workers=2, prepare_here_while_starting=False)
         with pytest.raises(BrokenProcessPool):
             for batch, report in zip(batches, reports, strict=False):
                 assert report.accepted == len(batch)

@@ -117,6 +117,7 @@ def test_stats_without_simulated_agents_has_no_banner(db_url: str, tmp_path: Pat
     assert "SIMULATION" not in result.output and "(simulated)" not in result.output
 
 
+@pytest.mark.usefixtures("workers_prepare_every_batch")
 def test_cli_ingest_with_worker_processes(tmp_path: Path) -> None:
     points = [make_point(f"p{i}").model_dump_json() for i in range(5)]
     source = tmp_path / "points.jsonl"

@@ -182,7 +182,7 @@ def test_points_of_days_compacted_under_a_shorter_warm_tier_are_not_counted_twic
         assert store.settings.warm_days == 90  # the 40-day-old point is inside the warm tier
         batches = [[old.model_dump_json(), recent.model_dump_json()]]
         for workers in (1, 2):
-            [report] = ingest_batches(store, batches, workers)
+            [report] = ingest_batches(store, batches, workers, prepare_here_while_starting=False)
             assert report.accepted == (1 if workers == 1 else 0)  # `recent`, once
             assert report.quarantined == 1
             [reason] = report.reasons["old"]

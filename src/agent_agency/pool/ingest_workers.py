@@ -27,6 +27,7 @@ from datetime import date
 
 from agent_agency.config import PoolSettings
 from agent_agency.pool.anonymize import Anonymizer
+from agent_agency.pool.pii import presidio_analyzer
 from agent_agency.pool.prepare import (
     IngestReport,
     PreparedBatch,
@@ -44,8 +45,8 @@ AHEAD_PER_WORKER = 2  # batches prepared ahead of the commits, per worker (bound
 AUTO_MIN_POINTS = 50_000
 # One committing process stores what about 6 workers prepare (measured on the same machine:
 # 22,000 against 3,700 points/s; on faster ones 29,000 against 5,100 and 38,000 against 6,800).
-# With 16 cores, 6 workers ingested no faster than 4 (benchmarks/bench_pool_cores.py), a rate
-# that included stopping them; standing in for real workers, 6 sustained more than 4.
+# On 16-core machines 6 workers sustained 26,900 to 38,200 points/s, 4 workers 23,600 to 25,200
+# and 8 no more than 6 (benchmarks/bench_pool_cores.py).
 AUTO_MAX_WORKERS = 6
 # How often a worker checks that the process that started it is still alive (it exits if not).
 PARENT_CHECK_INTERVAL_S = 1.0
@@ -106,7 +107,15 @@ def _start_worker(
     # committing process wait about 0.2 s per worker at the end of every ingest.
     atexit.register(os._exit, 0)
     anonymizer = Anonymizer(settings.anonymization, secret, tuple(settings.pii_phone_regions))
+    if settings.anonymization.redact_text_pii:
+        # built here rather than on the first text that needs it: a worker that reports ready
+        # (`_report_ready`) prepares at full speed from its first batch
+        presidio_analyzer(anonymizer.phone_regions)
     _worker = _Worker(anonymizer, settings, bind_for_sqlite)
+
+
+def _report_ready() -> None:
+    """A task that returns as soon as a worker runs it: once its start-up is over."""
 
 
 def prepare_as_worker(
@@ -141,17 +150,24 @@ def _prepare_in_worker(points: list[RawPoint], cold_through: date | None) -> Pre
 
 
 def ingest_batches(
-    store: Store, batches: Iterable[Sequence[RawPoint]], workers: int = 1
+    store: Store,
+    batches: Iterable[Sequence[RawPoint]],
+    workers: int = 1,
+    *,
+    prepare_here_while_starting: bool = True,
 ) -> Generator[IngestReport, None, None]:
     """Ingest each batch in its own transaction, in order; yields each report after its commit
     (nothing is stored until the generator is iterated). A `workers` count below 1 is refused
     at once.
 
     With `workers` > 1, that many processes (started here, stopped when the iterator ends or is
-    closed) prepare the batches while this one commits them. A batch is acknowledged only by its
-    report: if a worker dies, the batches already reported are stored and `BrokenProcessPool` is
-    raised. The workers are spawned (they import the calling script's main module again), so a
-    script that calls this must run its work under `if __name__ == "__main__":`.
+    closed) prepare the batches while this one commits them. A worker takes seconds to start (a
+    new interpreter importing the pool's dependencies): until the first one is ready, this
+    process prepares and commits batches itself, unless `prepare_here_while_starting` is False
+    (then every batch goes to the workers). A batch is acknowledged only by its report: if a
+    worker dies, the batches already reported are stored and `BrokenProcessPool` is raised.
+    The workers are spawned (they import the calling script's main module again), so a script
+    that calls this must run its work under `if __name__ == "__main__":`.
 
     Stopped early (an exception such as `KeyboardInterrupt`, or the iterator closed), it drops
     the batches not started, lets the workers finish the ones they are preparing and waits for
@@ -160,15 +176,21 @@ def ingest_batches(
     """
     if workers < 1:
         raise ValueError(f"workers: must be at least 1, got {workers}")
-    return _ingested(store, batches, workers)
+    return _ingested(store, _checked(batches), workers, prepare_here_while_starting)
+
+
+def _checked(batches: Iterable[Sequence[RawPoint]]) -> Iterator[Sequence[RawPoint]]:
+    """`batches`, each checked (`check_points`) as it is taken and named by its index."""
+    for number, batch in enumerate(batches):
+        check_points(batch, f"batches[{number}]")
+        yield batch
 
 
 def _ingested(
-    store: Store, batches: Iterable[Sequence[RawPoint]], workers: int
+    store: Store, batches: Iterator[Sequence[RawPoint]], workers: int, prepare_here: bool
 ) -> Generator[IngestReport, None, None]:
     if workers == 1:
-        for number, batch in enumerate(batches):
-            check_points(batch, f"batches[{number}]")
+        for batch in batches:
             yield store.ingest(batch)
         return
     secret = load_tenant_secret(store.settings)
@@ -183,9 +205,25 @@ def _ingested(
         return executor.submit(_prepare_in_worker, points, cold_through)
 
     try:
+        if prepare_here:
+            # one task per worker: the executor starts a process for each
+            started = [executor.submit(_report_ready) for _ in range(workers)]
+            yield from ingest_here_until_started(store, batches, started)
         yield from commit_in_order(store, batches, submit, AHEAD_PER_WORKER * workers)
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
+
+
+def ingest_here_until_started(
+    store: Store, batches: Iterator[Sequence[RawPoint]], started: Sequence[Future[None]]
+) -> Iterator[IngestReport]:
+    """Ingest batches in this process, each report after its commit, until one of `started` is
+    done (a worker has started) or `batches` runs out; the batches left are the workers'."""
+    while not any(worker.done() for worker in started):
+        batch = next(batches, None)
+        if batch is None:
+            return
+        yield store.ingest(batch)
 
 
 PrepareLater = Callable[[list[RawPoint], date | None], Future[PreparedBatch]]
@@ -199,8 +237,7 @@ def commit_in_order(
     `ahead` of them submitted and not yet committed (they bound memory); each report after its
     commit. `ingest_batches`'s pipeline, apart from the workers it starts."""
     pending: deque[Future[PreparedBatch]] = deque()
-    for number, batch in enumerate(batches):
-        check_points(batch, f"batches[{number}]")
+    for batch in batches:
         # the cold tier's newest day as the batch leaves (one indexed query)
         pending.append(submit(list(batch), store.cold_through()))
         if len(pending) > ahead:
