@@ -54,12 +54,25 @@ def _database_file(url: str | None) -> str:
 def database_error_reason(error: BaseException, url: str | None = None) -> str:
     """One line saying why a database call failed; `url` names the database where it matters."""
     if is_locked(error):
-        where = "" if url is None else f" {_database_file(url)}"
-        return (
-            f"the database{where} is locked by another process (another `agency` command, or a "
-            "program holding a write transaction on it, kept it locked for longer than SQLite "
-            "waits); try again once that process has finished"
-        )
+        return f"{_locked(url)}; try again once that process has finished"
+    return _failure(error, url)
+
+
+def retried_write_error_reason(error: BaseException, url: str | None = None) -> str:
+    """`database_error_reason` for a write retried without the user, then saved elsewhere: the
+    same line without advice to try again."""
+    return _locked(url) if is_locked(error) else _failure(error, url)
+
+
+def _locked(url: str | None) -> str:
+    where = "" if url is None else f" {_database_file(url)}"
+    return (
+        f"the database{where} is locked by another process (another `agency` command, or a "
+        "program holding a write transaction on it, kept it locked for longer than SQLite waits)"
+    )
+
+
+def _failure(error: BaseException, url: str | None) -> str:
     reason = (str(_driver_error(error)).strip() or type(error).__name__).splitlines()[0]
     directory = _missing_directory(url)
     if directory is not None and reason == "unable to open database file":

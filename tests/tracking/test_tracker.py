@@ -102,8 +102,8 @@ def test_a_database_another_process_keeps_locked_is_named_in_write_errors(
     reason = (
         f"the database {tmp_path / 'track.db'} is locked by another process (another `agency` "
         "command, or a program holding a write transaction on it, kept it locked for longer "
-        "than SQLite waits); try again once that process has finished"
-    )
+        "than SQLite waits)"
+    )  # no advice to try again: the tracker retries, then saves the records for `agency replay`
     assert tracker.last_write_error == reason
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert warnings == [f"tracker write failed (attempt {n}): {reason}" for n in (1, 2)]

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from agent_agency.db_errors import database_error_reason
+from agent_agency.db_errors import retried_write_error_reason
 from agent_agency.jsonl import not_an_object, read_lines
 from agent_agency.records import (
     DataPoint,
@@ -286,7 +286,7 @@ class Tracker:
                 self.written += len(batch)
                 return
             except Exception as error:  # the writer must survive any sink failure
-                self.last_write_error = database_error_reason(error, self._database)
+                self.last_write_error = retried_write_error_reason(error, self._database)
                 log.warning("tracker write failed (attempt %d): %s", attempt, self.last_write_error)
                 time.sleep(0.05 * attempt)
         self._spill(batch)
