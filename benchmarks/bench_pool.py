@@ -802,15 +802,16 @@ batch's INSERT and commit, in order. {TEXT_POINTS:,} points as JSON text, batche
 median of {REPEATS} runs; "after start-up" counts from the report by which each process preparing
 had delivered a batch to the last report (the workers start together: from the first report, the
 batches the others prepared meanwhile would count without the time they took). Here every batch
-goes to the workers (`prepare_here_while_starting=False`); by default this process prepares and
-commits batches itself until the first worker has started, as the command below does:
+goes to the workers (`prepare_here_while_starting=False`); by default this process also prepares
+and commits batches until the first worker has started where it has a core besides the workers'
+(not on 2 cores with 2 workers):
 
 {chr(10).join(text_rows)}
 
 The command a user runs, `agency pool ingest FILE` with its defaults (`--workers auto`; it said
 "{cli_workers}"), ingests the same {TEXT_POINTS:,} lines from a file at **{cli_rate:,.0f}
 points/s** by wall clock for the whole command, interpreter start, imports and the workers' start
-included, during which it ingests batches itself (median of {REPEATS} runs).
+included (median of {REPEATS} runs).
 
 Here the workers and the committing process share 2 cores: the rate is bounded by the total CPU a
 point costs. Where there are cores enough, the bound is the committing process. Measured on its

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from sqlalchemy import select
 
 from agent_agency.config import DEFAULT_PHONE_REGIONS, AnonymizationPolicy, PoolSettings
-from agent_agency.pool import pii, schema
+from agent_agency.pool import ingest_workers, pii, schema
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.ingest_workers import (
     ingest_batches,
@@ -287,6 +287,7 @@ def test_this_process_ingests_batches_until_a_worker_has_started(
         return ingest(points)
 
     monkeypatch.setattr(store, "ingest", recorded)
+    monkeypatch.setattr(ingest_workers, "usable_cores", lambda: 3)  # one besides the workers'
     reports = list(ingest_batches(store, batches, workers=2))
     assert [report.accepted for report in reports] == [3, 3]
     # a worker takes far longer to start (an interpreter and its imports) than a batch here
@@ -295,6 +296,10 @@ def test_this_process_ingests_batches_until_a_worker_has_started(
     ingested_here.clear()
     again = list(ingest_batches(store, batches, workers=2, prepare_here_while_starting=False))
     assert [report.duplicates for report in again] == [3, 3]
+    assert ingested_here == []
+
+    monkeypatch.setattr(ingest_workers, "usable_cores", lambda: 2)  # none to spare
+    assert [report.duplicates for report in ingest_batches(store, batches, workers=2)] == [3, 3]
     assert ingested_here == []
 
 

@@ -378,11 +378,7 @@ def ingest(
         ):
             checked = _json_lines(batches, source, stream=total_lines is None)
             if processes > 1:
-                console.print(
-                    f"preparing batches in {processes} worker processes (and in this one while "
-                    "they start)",
-                    highlight=False,
-                )
+                console.print(f"preparing batches in {processes} worker processes", highlight=False)
             read: deque[LineBatch] = deque()  # batches handed to ingest, not yet reported
 
             def texts() -> Iterator[list[str]]:
