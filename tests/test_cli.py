@@ -7,13 +7,15 @@ import io
 import json
 import os
 import signal
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import get_args
+from typing import Any, get_args
 
 import pytest
 import yaml
 from rich.console import Console
+from sqlalchemy.exc import OperationalError
 from typer.testing import CliRunner
 
 from agent_agency import cli
@@ -203,6 +205,45 @@ def test_requirements_of_builtin_tasks_outside_the_chosen_team_are_warned_about(
     assert clean.exit_code == 0 and "warning" not in clean.output
 
 
+def _writes_fail(self: Store, **records: object) -> None:
+    raise OperationalError("INSERT …", {}, sqlite3.OperationalError("disk I/O error"))
+
+
+@pytest.mark.parametrize("stopped", [False, True])
+def test_records_a_run_could_not_write_are_saved_for_replay_and_named(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch, stopped: bool
+) -> None:
+    assert runner.invoke(app, ["run", "--tasks", "2"]).exit_code == 0  # the database exists
+    real_execute_run = runner_module.execute_run
+
+    async def stopped_after_two_tasks(prepared: PreparedRun, **options: Any) -> RunReport:
+        if stopped:
+            options = _signalled_after(2, signal.SIGINT, options)
+        return await real_execute_run(prepared, **options)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Store, "write_records", _writes_fail)
+        patched.setattr(runner_module, "execute_run", stopped_after_two_tasks)
+        result = runner.invoke(app, ["run", "--tasks", "4", "--concurrency", "1"])
+    assert result.exit_code == (130 if stopped else 0), result.output
+    spills = sorted(path.name for path in workdir.glob("agency-unwritten-*"))
+    assert spills
+    output = " ".join(result.output.split())
+    assert (
+        f"some records could not be written (disk I/O error); saved to {', '.join(spills)} "
+        "(store them later with `agency replay FILE`)"
+    ) in output, output
+    assert ("interrupted by Ctrl-C" in output) is stopped
+
+    for spill in spills:
+        replayed = runner.invoke(app, ["replay", spill])
+        assert replayed.exit_code == 0, replayed.output
+    # the signal is handled at the loop's next turn: a task may finish in between
+    finished = int(output.split("after ")[1].split(" of 4 tasks")[0]) if stopped else 4
+    stats = json.loads(runner.invoke(app, ["stats", "--json"]).output)
+    assert sum(row["tasks"] for row in stats["summary"]) == 2 + finished
+
+
 def test_a_misspelt_task_type_in_the_config_is_warned_about(workdir: Path) -> None:
     (workdir / "agency.yaml").write_text(
         SCRIPTED_TEAM + "routing:\n  per_task_type: {arithmatic: ucb1}\n"
@@ -212,6 +253,22 @@ def test_a_misspelt_task_type_in_the_config_is_warned_about(workdir: Path) -> No
     output = " ".join(result.output.split())
     assert "warning: routing.per_task_type: task type 'arithmatic'" in output
     assert "did you mean 'arithmetic'?" in output
+
+
+def _signalled_after(tasks: int, stop: signal.Signals, options: dict[str, Any]) -> dict[str, Any]:
+    """`execute_run`'s options with its `on_task_done` sending this process `stop` once `tasks`
+    tasks are done."""
+    on_task_done = options["on_task_done"]
+    done = 0
+
+    def count(success: bool) -> None:
+        nonlocal done
+        on_task_done(success)
+        done += 1
+        if done == tasks:
+            os.kill(os.getpid(), stop)
+
+    return {**options, "on_task_done": count}
 
 
 @pytest.mark.parametrize(
@@ -229,19 +286,8 @@ def test_an_interrupted_run_says_what_it_recorded(
 ) -> None:
     real_execute_run = runner_module.execute_run
 
-    async def stopped_after_three_tasks(
-        prepared: PreparedRun, on_task_done: Callable[[bool], None]
-    ) -> RunReport:
-        done = 0
-
-        def count(success: bool) -> None:
-            nonlocal done
-            on_task_done(success)
-            done += 1
-            if done == 3:
-                os.kill(os.getpid(), stop)
-
-        return await real_execute_run(prepared, on_task_done=count)
+    async def stopped_after_three_tasks(prepared: PreparedRun, **options: Any) -> RunReport:
+        return await real_execute_run(prepared, **_signalled_after(3, stop, options))
 
     monkeypatch.setattr(runner_module, "execute_run", stopped_after_three_tasks)
     db_option = [] if db is None else ["--db", db]
@@ -923,8 +969,6 @@ def test_a_run_on_a_database_another_process_keeps_locked_fails_before_any_task(
 def test_a_database_another_process_keeps_locked_is_said_to_be_locked(
     workdir: Path, hold_sqlite_lock: Callable[[Path], None]
 ) -> None:
-    import sqlite3
-
     assert runner.invoke(app, ["run", "--tasks", "2"]).exit_code == 0
     # In WAL mode, which the pool sets, readers pass a writer's lock; in the rollback journal
     # mode of a database copied or restored without its WAL setting, they wait for it.

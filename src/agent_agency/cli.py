@@ -163,6 +163,7 @@ def run(
     for warning in prepared.unmatched_task_types():
         err_console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     finished = succeeded = 0
+    spills: list[tuple[list[Path], str | None]] = []
     try:
         with (
             sigterm_raises(),
@@ -183,8 +184,13 @@ def run(
                 succeeded += int(success)
                 progress.update(bar, advance=1, ok=succeeded)
 
+            def spilled(files: list[Path], why: str | None) -> None:
+                spills.append((files, why))
+
             try:
-                report = run_stoppable(execute_run(prepared, on_task_done=advance))
+                report = run_stoppable(
+                    execute_run(prepared, on_task_done=advance, on_records_spilled=spilled)
+                )
             except (BackendError, ValueError) as error:  # building the team failed
                 raise fail(error) from None
     except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM as `Terminated`
@@ -201,6 +207,8 @@ def run(
             soft_wrap=True,
             highlight=False,
         )
+        for files, why in spills:
+            _print_spilled(files, why)
         # the shell's status for a process ended by the signal: 128 + its number
         raise typer.Exit(128 + (signal.SIGTERM if terminated else signal.SIGINT)) from None
     _print_summary(report.summary, title="Run summary (agent × task type)")
@@ -224,17 +232,20 @@ def run(
             f"[yellow]warning:[/yellow] {escape(failing_judge_warning(judge))}", highlight=False
         )
     if report.spilled:
-        why = f" ({escape(report.write_error)})" if report.write_error else ""
-        err_console.print(
-            f"[red]some records could not be written{why}; saved to "
-            f"{escape(', '.join(map(str, report.spilled)))}[/red] "
-            "(store them later with `agency replay FILE`)",
-            highlight=False,
-        )
+        _print_spilled(report.spilled, report.write_error)
     if report.no_agent_answered:
         raise fail("no agent answered any task; see the failure reasons above")
     if report.summary_error:
         raise fail(f"{summary_option}: cannot write {report.summary_json}: {report.summary_error}")
+
+
+def _print_spilled(files: list[Path], why: str | None) -> None:
+    reason = f" ({escape(why)})" if why else ""
+    err_console.print(
+        f"[red]some records could not be written{reason}; saved to "
+        f"{escape(', '.join(map(str, files)))}[/red] (store them later with `agency replay FILE`)",
+        highlight=False,
+    )
 
 
 def _tasks(count: int) -> str:

@@ -12,6 +12,7 @@ import json
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -212,8 +213,25 @@ def build_arbiter(
     )
 
 
+SpillReport = Callable[[list[Path], str | None], None]
+"""Told the files a run saved the records it could not write to, and why they were not written."""
+
+
+@contextmanager
+def _spills_reported(tracker: Tracker, report: SpillReport | None) -> Iterator[None]:
+    """Tells `report` the tracker's spill files once it has closed, also when the run is stopped
+    (its `RunReport`, which has them too, is then never made)."""
+    try:
+        yield
+    finally:
+        if report is not None and tracker.spilled:
+            report(list(tracker.spilled), tracker.last_write_error)
+
+
 async def execute_run(
-    prepared: PreparedRun, on_task_done: Callable[[bool], None] | None = None
+    prepared: PreparedRun,
+    on_task_done: Callable[[bool], None] | None = None,
+    on_records_spilled: SpillReport | None = None,
 ) -> RunReport:
     config = prepared.config
     started_at = utcnow()
@@ -228,7 +246,7 @@ async def execute_run(
             audit=audit,
             database=config.storage.url,
         )
-        with tracker:
+        with _spills_reported(tracker, on_records_spilled), tracker:
             arbiter = build_arbiter(config, prepared.tasks, store, tracker)
             outcomes = await arbiter.run(
                 prepared.tasks,
