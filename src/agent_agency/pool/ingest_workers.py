@@ -165,11 +165,12 @@ def ingest_batches(
     new interpreter importing the pool's dependencies): until the first one is ready, this
     process prepares and commits batches itself where it has a core besides the workers' (on
     fewer, it would slow their start: measured 6% slower on 2 cores with 2 workers), unless
-    `prepare_here_while_starting` is False (then every batch goes to the workers). A batch is
-    acknowledged only by its report: if a worker dies, the batches already reported are stored
-    and `BrokenProcessPool` is raised.
-    The workers are spawned (they import the calling script's main module again), so a script
-    that calls this must run its work under `if __name__ == "__main__":`.
+    `prepare_here_while_starting` is False (then every batch goes to the workers).
+
+    A batch is acknowledged only by its report: if a worker dies, the batches already reported
+    are stored and `BrokenProcessPool` is raised. The workers are spawned (they import the
+    calling script's main module again), so a script that calls this must run its work under
+    `if __name__ == "__main__":`.
 
     Stopped early (an exception such as `KeyboardInterrupt`, or the iterator closed), it drops
     the batches not started, lets the workers finish the ones they are preparing and waits for
