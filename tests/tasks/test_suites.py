@@ -132,8 +132,18 @@ def test_an_id_may_occur_once_across_task_files_and_the_builtins_beside_them(
     assert str(caught.value) == (
         f"{second}:2: id: duplicate task id 'a-1' (first defined in {first} on line 1)"
     )
-    with pytest.raises(TaskFileError, match=r"tasks.jsonl:1: id: .* \(first defined in .*tasks"):
-        load_suite_files([first, first])
+    with pytest.raises(TaskFileError) as caught:
+        load_suite_files([first, second, first])
+    assert str(caught.value).splitlines()[-1] == (
+        f"{first}: task file given twice; give each file once"
+    )
+    (tmp_path / "link.jsonl").symlink_to(first)
+    for again in (tmp_path / "link.jsonl", tmp_path / ".." / tmp_path.name / first.name):
+        with pytest.raises(TaskFileError) as caught:
+            load_suite_files([first, again])
+        assert str(caught.value) == (
+            f"{again}: task file given twice (as {first} before); give each file once"
+        )
     builtin = load_builtin(["arithmetic"], split="all")
     clash = write_lines(tmp_path, json.dumps(dict(GOOD, id=builtin[0].id)))
     with pytest.raises(

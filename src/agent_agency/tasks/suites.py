@@ -104,7 +104,8 @@ def load_suite_file(path: str | Path) -> list[Task]:
 
 
 def load_suite_files(paths: Sequence[str | Path], *, alongside: Sequence[Task] = ()) -> list[Task]:
-    """Every task of the JSONL task files, in order. A file without tasks is a `TaskFileError`.
+    """Every task of the JSONL task files, in order. A file without tasks, or given twice (by
+    any path to it), is a `TaskFileError`.
     An id may occur once across the files, whatever their split, and the tasks `alongside`
     (the built-in suites run with them, every split of them); a `TaskFileError` names both
     places."""
@@ -112,7 +113,13 @@ def load_suite_files(paths: Sequence[str | Path], *, alongside: Sequence[Task] =
     first: dict[str, tuple[int, Path, int]] = {}  # id → (which file, its path, line)
     tasks: list[Task] = []
     problems: list[str] = []  # every line's, so that one round of fixes is enough
+    given: dict[Path, Path] = {}  # each file (resolved) → its path as first given
     for index, path in enumerate(map(Path, paths)):
+        earlier = given.setdefault(path.resolve(), path)
+        if earlier is not path:  # its every id would be a duplicate
+            before = "" if earlier == path else f" (as {earlier} before)"
+            problems.append(f"{path}: task file given twice{before}; give each file once")
+            continue
         lines = _task_lines(path)
         if not lines:
             problems.append(f"{path}: holds no tasks; a task file has one JSON object per line")
