@@ -449,8 +449,8 @@ def test_cli_ingest_refuses_pretty_printed_json_from_standard_input(tmp_path: Pa
     )
     assert result.exit_code == 2
     assert result.output == (
-        "error: FILE: stdin is a JSON array spread over lines (line 2 is '[' alone), not JSON "
-        "Lines (one data point per line): pipe it through `jq -c '.[]'` first\n"
+        "error: FILE: standard input (-) is a JSON array spread over lines (line 2 is '[' "
+        "alone), not JSON Lines (one data point per line): pipe it through `jq -c '.[]'` first\n"
     )
     assert not db.exists()
 

@@ -376,7 +376,9 @@ def ingest(
             sigterm_raises(),
             closing(read_batches(sys.stdin.buffer if from_stdin else path, batch)) as batches,
         ):
-            checked = _json_lines(batches, source, stream=total_lines is None)
+            # FILE named as given ("-": standard input) in usage errors
+            given = "standard input (-)" if from_stdin else source
+            checked = _json_lines(batches, given, stream=total_lines is None)
             if processes > 1:
                 console.print(f"preparing batches in {processes} worker processes", highlight=False)
             read: deque[LineBatch] = deque()  # batches handed to ingest, not yet reported
