@@ -215,20 +215,23 @@ def test_read_only_commands_leave_an_empty_database_as_it_is(tmp_path: Path, com
 # --------------------------------------------------------------------------------------------
 
 
-def test_quarantine_show_prints_the_stored_scrubbed_payload(tmp_path: Path) -> None:
+def test_quarantine_show_prints_the_stored_scrubbed_payload(db_url: str, tmp_path: Path) -> None:
     leaky = point_json(
         "leaky",
         **{"task.prompt": "Mail jane.doe@example.com the total", "execution.latency_ms": -1},
     )
     source = tmp_path / "points.jsonl"
     source.write_text(json.dumps(leaky) + "\n[1, 2]\n")
-    db = str(tmp_path / "pool.db")
+    db = db_url
     nothing_stored = runner.invoke(pool_app, ["ingest", str(source), "--db", db])
     assert nothing_stored.exit_code == 1
 
     result = runner.invoke(pool_app, ["quarantine", "--db", db, "--show", "leaky"])
     assert result.exit_code == 0, result.output
     [entry] = json.loads(result.stdout)
+    # keys sorted on every database (PostgreSQL's JSONB returns them in an order of its own)
+    for mapping in (entry["payload"], entry["payload"]["execution"]):
+        assert list(mapping) == sorted(mapping)
     assert entry["point_id"] == "leaky"
     [reason] = entry["reasons"]
     assert reason.startswith("bounds: execution.latency_ms: ")

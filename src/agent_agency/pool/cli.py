@@ -231,7 +231,8 @@ def quarantine(
                 "point_id": entry.point_id,
                 "received_at": to_utc(entry.received_at).isoformat(),
                 "reasons": entry.reasons,
-                "payload": entry.payload,
+                # stored with its keys sorted; PostgreSQL's JSONB returns them in its own order
+                "payload": json.loads(json.dumps(entry.payload, sort_keys=True)),
             }
             for entry in entries
         ]
