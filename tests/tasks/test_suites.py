@@ -102,6 +102,18 @@ def test_load_valid_file_skips_blank_lines(tmp_path: Path) -> None:
             ),
             r":2: grader.reference.tool: 'calc' is not a tool the task offers \(tools: none\)",
         ),
+        (  # a task that parsed has each of its problems said at once
+            json.dumps(
+                dict(
+                    GOOD,
+                    id="b",
+                    grader={"kind": "tool-answer", "reference": {"answer": 3, "tool": "calc"}},
+                    features={"prompt_chars": 3},
+                )
+            ),
+            r":2: features.prompt_chars: 'prompt_chars' is a reserved name .*; "
+            r"grader.reference.tool: 'calc' is not a tool the task offers",
+        ),
     ],
 )
 def test_load_errors_name_file_line_field(tmp_path: Path, line: str, message: str) -> None:

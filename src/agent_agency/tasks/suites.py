@@ -49,23 +49,32 @@ def parse_task_line(text: str, *, source: str, line: int) -> Task:
     except ValidationError as error:
         details = "; ".join(_describe(item) for item in error.errors())
         raise TaskFileError(f"{where}: {details}") from None
+    problems = _task_problems(task)  # every one of them, each naming its field
+    if problems:
+        raise TaskFileError(f"{where}: {'; '.join(problems)}")
+    return task
+
+
+def _task_problems(task: Task) -> list[str]:
+    """What makes a task that parsed one that could never pass (or that breaks a reserved name)."""
+    problems = []
     try:
         validate_grader_spec(task.grader)
     except GraderError as error:
-        raise TaskFileError(f"{where}: {error}") from None
+        problems.append(str(error))
     if PROMPT_CHARS_KEY in task.features:
-        raise TaskFileError(f"{where}: {reserved_feature_error(f'features.{PROMPT_CHARS_KEY}')}")
+        problems.append(str(reserved_feature_error(f"features.{PROMPT_CHARS_KEY}")))
     tool = _unoffered_tool(task)
     if tool is not None:
         offered = ", ".join(spec.name for spec in task.tools) or "none"
-        raise TaskFileError(
-            f"{where}: grader.reference.tool: {tool!r} is not a tool the task offers (tools: "
-            f"{offered}); the answer passes only once the agent used it"
+        problems.append(
+            f"grader.reference.tool: {tool!r} is not a tool the task offers (tools: {offered}); "
+            "the answer passes only once the agent used it"
         )
     problem = _original_code_problem(task)
     if problem is not None:
-        raise TaskFileError(f"{where}: metadata.original_code: {problem}")
-    return task
+        problems.append(f"metadata.original_code: {problem}")
+    return problems
 
 
 def _unoffered_tool(task: Task) -> str | None:
