@@ -62,7 +62,7 @@ def test_cli_ingest_fails_when_no_line_is_stored(db_url: str, tmp_path: Path) ->
     result = runner.invoke(pool_app, ["ingest", str(source), "--db", db_url])
     assert result.exit_code == 1, result.output
     assert "0 accepted, 0 duplicates, 2 quarantined" in result.output
-    assert "every line was rejected" in result.output
+    assert "every line was quarantined or unreadable" in result.output
 
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
@@ -128,10 +128,6 @@ def test_cli_ingest_with_worker_processes(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "points.jsonl line 6: type: (point): not valid JSON" in result.output
     assert "5 accepted, 1 duplicates, 1 quarantined" in result.output
-    for bad in ("-1", "two"):
-        result = runner.invoke(pool_app, [*arguments[:-1], bad], env={"COLUMNS": "200"})
-        assert result.exit_code == 2
-        assert f"--workers: expected a whole number or 'auto', got '{bad}'" in result.output
 
 
 def test_cli_ingest_starts_no_more_workers_than_there_are_batches(tmp_path: Path) -> None:
@@ -320,10 +316,15 @@ def test_cli_ingest_names_a_bad_worker_count(tmp_path: Path, workers: str) -> No
     source = tmp_path / "points.jsonl"
     source.write_text(make_point("p").model_dump_json() + "\n")
     result = runner.invoke(
-        pool_app, ["ingest", str(source), "--db", str(tmp_path / "p.db"), "--workers", workers]
+        pool_app,
+        ["ingest", str(source), "--db", str(tmp_path / "p.db"), "--workers", workers],
+        env={"COLUMNS": "200"},
     )
     assert result.exit_code == 2
-    assert "expected a whole number or 'auto'" in result.output
+    assert (
+        f"--workers: expected 'auto' or a number of processes, 0 or more, got '{workers}'"
+        in result.output
+    )
 
 
 @contextmanager

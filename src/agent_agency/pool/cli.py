@@ -322,7 +322,9 @@ def _workers(value: str, lines: int) -> int:
     if value == "auto":
         return auto_workers(lines, usable_cores())
     if not (value.isascii() and value.isdigit()):
-        raise typer.BadParameter(f"--workers: expected a whole number or 'auto', got {value!r}")
+        raise typer.BadParameter(
+            f"--workers: expected 'auto' or a number of processes, 0 or more, got {value!r}"
+        )
     return max(1, int(value))
 
 
@@ -438,7 +440,8 @@ def ingest(
     rejected = totals["quarantined"] + totals["unreadable"]
     if rejected and not totals["accepted"] + totals["duplicates"]:
         console.print(
-            f"[red]nothing from {source} was stored: every line was rejected", soft_wrap=True
+            f"[red]nothing from {source} was stored: every line was quarantined or unreadable",
+            soft_wrap=True,
         )
         raise typer.Exit(1)
 
