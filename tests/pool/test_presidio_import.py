@@ -22,22 +22,55 @@ print("imported afterwards:", torch.INSTALLED and transformers.INSTALLED)
 """
 
 
-def test_presidio_is_imported_without_installed_frameworks(tmp_path: Path) -> None:
-    """Stand-ins for torch and transformers, installed: Presidio, spaCy and thinc would import
-    them (a real torch and transformers took 15 of 16 s to import); the analyzer works without,
-    and they can be imported afterwards."""
-    assert {"torch", "transformers"} <= UNUSED_FRAMEWORKS
+HIDDEN_IN_ONE_THREAD = """\
+import threading
+from agent_agency.pool import pii
+
+seen = {}
+pii.import_presidio()  # registers the finder
+with pii._FRAMEWORKS_HIDDEN.hiding():
+    try:
+        import torch
+        seen["this thread"] = "imported"
+    except ModuleNotFoundError:
+        seen["this thread"] = "hidden"
+    def other():
+        import transformers
+        seen["other thread"] = "imported" if transformers.INSTALLED else "?"
+    thread = threading.Thread(target=other)
+    thread.start()
+    thread.join()
+print(seen["this thread"], seen["other thread"])
+"""
+
+
+def _run_with_frameworks(tmp_path: Path, script: str) -> subprocess.CompletedProcess[str]:
+    """`script` in a new interpreter where stand-ins for torch and transformers are installed."""
     for framework in ("torch", "transformers"):
-        (tmp_path / framework).mkdir()
+        (tmp_path / framework).mkdir(exist_ok=True)
         (tmp_path / framework / "__init__.py").write_text("INSTALLED = True\n")
     path = os.pathsep.join([str(tmp_path), *sys.path])
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
+    return subprocess.run(
+        [sys.executable, "-c", script],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": path},
         timeout=120,
     )
+
+
+def test_frameworks_are_hidden_from_the_importing_thread_only(tmp_path: Path) -> None:
+    done = _run_with_frameworks(tmp_path, HIDDEN_IN_ONE_THREAD)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "hidden imported\n"
+
+
+def test_presidio_is_imported_without_installed_frameworks(tmp_path: Path) -> None:
+    """Stand-ins for torch and transformers, installed: Presidio, spaCy and thinc would import
+    them (a real torch and transformers took 15 of 16 s to import); the analyzer works without,
+    and they can be imported afterwards."""
+    assert {"torch", "transformers"} <= UNUSED_FRAMEWORKS
+    done = _run_with_frameworks(tmp_path, SCRIPT)
     assert done.returncode == 0, done.stderr
     assert "imported with Presidio: []" in done.stdout
     assert "imported afterwards: True" in done.stdout

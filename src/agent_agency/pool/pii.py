@@ -15,7 +15,8 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -204,31 +205,47 @@ UNUSED_FRAMEWORKS = frozenset(
 )
 
 
-class _NotForThisThread(importlib.abc.MetaPathFinder):
-    """Makes importing `UNUSED_FRAMEWORKS` (not yet imported) fail in one thread, as if they were
-    not installed; other threads import them as usual."""
+class _FrameworksHidden(importlib.abc.MetaPathFinder):
+    """While `hiding()` runs in a thread, importing one of `UNUSED_FRAMEWORKS` that is not
+    imported yet fails there as if it were not installed; other threads import as usual.
+
+    Registered once and never removed: removing a finder while another thread walks
+    `sys.meta_path` can make that thread skip the next finder and miss an installed module."""
 
     def __init__(self) -> None:
-        self._thread = threading.get_ident()
+        self._in_thread = threading.local()
+
+    @contextmanager
+    def hiding(self) -> Iterator[None]:
+        self._in_thread.active = True
+        try:
+            yield
+        finally:
+            self._in_thread.active = False
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
-        unused = fullname.partition(".")[0] in UNUSED_FRAMEWORKS
-        if unused and threading.get_ident() == self._thread:
+        framework = fullname.partition(".")[0]
+        hidden = framework in UNUSED_FRAMEWORKS and framework not in sys.modules
+        if hidden and getattr(self._in_thread, "active", False):
             raise ModuleNotFoundError(f"{fullname}: not imported for Presidio", name=fullname)
         return None
 
 
+_FRAMEWORKS_HIDDEN = _FrameworksHidden()
+_import_lock = threading.Lock()
+
+
 def import_presidio() -> None:
-    """Import Presidio's analyzer without `UNUSED_FRAMEWORKS`: they stay importable afterwards,
-    but Presidio, spaCy and thinc keep working without them (none uses them in regex-only mode)."""
+    """Import Presidio's analyzer without `UNUSED_FRAMEWORKS` (none is used in regex-only mode).
+    They stay importable afterwards, but spaCy and thinc, imported with Presidio, take them as
+    absent for the rest of the process (thinc's torch and CuPy support among them)."""
     if "presidio_analyzer" in sys.modules:
         return
-    finder = _NotForThisThread()
-    sys.meta_path.insert(0, finder)
-    try:
+    with _import_lock:
+        if _FRAMEWORKS_HIDDEN not in sys.meta_path:
+            sys.meta_path.insert(0, _FRAMEWORKS_HIDDEN)
+    with _FRAMEWORKS_HIDDEN.hiding():
         import presidio_analyzer  # noqa: F401
-    finally:
-        sys.meta_path.remove(finder)
 
 
 def _build_analyzer(phone_regions: tuple[str, ...]) -> Any:
