@@ -102,6 +102,12 @@ def test_load_valid_file_skips_blank_lines(tmp_path: Path) -> None:
             ),
             r":2: grader.reference.tool: 'calc' is not a tool the task offers \(tools: none\)",
         ),
+        (  # a reference without its tool is said to lack it, not to name a tool not offered
+            json.dumps(
+                dict(GOOD, id="b", grader={"kind": "tool-answer", "reference": {"answer": 3}})
+            ),
+            r":2: grader.reference.tool: Field required \(grader kind 'tool-answer'\)$",
+        ),
         (  # a task that parsed has each of its problems said at once
             json.dumps(
                 dict(
@@ -149,6 +155,9 @@ def test_an_id_may_occur_once_across_task_files_and_the_builtins_beside_them(
     assert str(caught.value).splitlines()[-1] == (
         f"{first}: task file given twice; give each file once"
     )
+    (tmp_path / "loop.jsonl").symlink_to(tmp_path / "loop.jsonl")
+    with pytest.raises(TaskFileError, match="loop.jsonl: cannot read task file: Too many levels"):
+        load_suite_files([tmp_path / "loop.jsonl"])
     (tmp_path / "link.jsonl").symlink_to(first)
     for again in (tmp_path / "link.jsonl", tmp_path / ".." / tmp_path.name / first.name):
         with pytest.raises(TaskFileError) as caught:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import random
 from collections import defaultdict
 from collections.abc import Sequence
@@ -60,11 +61,12 @@ def _task_problems(task: Task) -> list[str]:
     problems = []
     try:
         validate_grader_spec(task.grader)
+        tool = _unoffered_tool(task)  # only a valid reference names its tool
     except GraderError as error:
         problems.append(str(error))
+        tool = None
     if PROMPT_CHARS_KEY in task.features:
         problems.append(str(reserved_feature_error(f"features.{PROMPT_CHARS_KEY}")))
-    tool = _unoffered_tool(task)
     if tool is not None:
         offered = ", ".join(spec.name for spec in task.tools) or "none"
         problems.append(
@@ -114,7 +116,7 @@ def load_suite_file(path: str | Path) -> list[Task]:
 
 def load_suite_files(paths: Sequence[str | Path], *, alongside: Sequence[Task] = ()) -> list[Task]:
     """Every task of the JSONL task files, in order. A file without tasks, or given twice (by
-    any path to it), is a `TaskFileError`.
+    paths that are the same once links are followed), is a `TaskFileError`.
     An id may occur once across the files, whatever their split, and the tasks `alongside`
     (the built-in suites run with them, every split of them); a `TaskFileError` names both
     places."""
@@ -122,9 +124,9 @@ def load_suite_files(paths: Sequence[str | Path], *, alongside: Sequence[Task] =
     first: dict[str, tuple[int, Path, int]] = {}  # id → (which file, its path, line)
     tasks: list[Task] = []
     problems: list[str] = []  # every line's, so that one round of fixes is enough
-    given: dict[Path, Path] = {}  # each file (resolved) → its path as first given
+    given: dict[str, Path] = {}  # each file (links followed) → its path as first given
     for index, path in enumerate(map(Path, paths)):
-        earlier = given.setdefault(path.resolve(), path)
+        earlier = given.setdefault(os.path.realpath(path), path)  # never raises, unlike resolve
         if earlier is not path:  # its every id would be a duplicate
             before = "" if earlier == path else f" (as {earlier} before)"
             problems.append(f"{path}: task file given twice{before}; give each file once")
