@@ -107,15 +107,18 @@ def _start_worker(
     # committing process wait about 0.2 s per worker at the end of every ingest.
     atexit.register(os._exit, 0)
     anonymizer = Anonymizer(settings.anonymization, secret, tuple(settings.pii_phone_regions))
-    if settings.anonymization.redact_text_pii:
-        # built here rather than on the first text that needs it: a worker that reports ready
-        # (`_report_ready`) prepares at full speed from its first batch
-        presidio_analyzer(anonymizer.phone_regions)
     _worker = _Worker(anonymizer, settings, bind_for_sqlite)
 
 
 def _report_ready() -> None:
-    """A task that returns as soon as a worker runs it: once its start-up is over."""
+    """A task that returns once a worker is ready to prepare at full speed: its start-up over
+    and Presidio's analyzer built (when the policy redacts text), rather than on the first text
+    that needs it. A failure comes back as the future's exception (one in the initializer would
+    only break the pool), and that worker's first batch meets it again."""
+    if _worker is None:
+        raise RuntimeError("_report_ready runs only in a process started by ingest_batches")
+    if _worker.settings.anonymization.redact_text_pii:
+        presidio_analyzer(_worker.anonymizer.phone_regions)
 
 
 def prepare_as_worker(
