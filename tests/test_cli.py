@@ -231,6 +231,9 @@ def test_records_a_run_could_not_write_are_saved_for_replay_and_named(
         "(store them later with `agency replay FILE`)"
     ) in output, output
     assert ("interrupted by Ctrl-C" in output) is stopped
+    if not stopped:  # a stopped run writes no summary
+        unwritten = json.loads((workdir / "agency-run.json").read_text())["unwritten"]
+        assert unwritten == {"files": spills, "why": "disk I/O error"}
 
     for spill in spills:
         replayed = runner.invoke(app, ["replay", spill])

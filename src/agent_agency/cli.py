@@ -231,8 +231,8 @@ def run(
         err_console.print(
             f"[yellow]warning:[/yellow] {escape(failing_judge_warning(judge))}", highlight=False
         )
-    if report.spilled:
-        _print_spilled(report.spilled, report.write_error)
+    for files, why in spills:
+        _print_spilled(files, why)
     if report.no_agent_answered:
         raise fail("no agent answered any task; see the failure reasons above")
     if report.summary_error:

@@ -351,5 +351,7 @@ def write_summary_json(
         "failing_judges": [judge.model_dump(mode="json") for judge in report.failing_judges],
         "summary": [row.model_dump(mode="json") for row in report.summary],
         "audit_head": report.audit_head,
+        # records saved for `agency replay` because they could not be written, and why
+        "unwritten": {"files": [str(path) for path in report.spilled], "why": report.write_error},
     }
     report.summary_json.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
