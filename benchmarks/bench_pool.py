@@ -39,8 +39,8 @@ from agent_agency.pool.ingest_workers import (  # noqa: E402
     ingest_batches,
     prepare_as_worker,
 )
-from agent_agency.pool.phone_recognizer import EarlyStopPhoneRecognizer  # noqa: E402
-from agent_agency.pool.pii import clear_scan_cache, find_pii  # noqa: E402
+from agent_agency.privacy.phone_recognizer import EarlyStopPhoneRecognizer  # noqa: E402
+from agent_agency.privacy.pii import clear_scan_cache, find_pii  # noqa: E402
 from agent_agency.pool.prepare import PreparedBatch, collector_paused, data_point_row  # noqa: E402
 from agent_agency.pool.queries import get_agent_statistics  # noqa: E402
 from agent_agency.pool.store import Store, insert_points  # noqa: E402

@@ -30,7 +30,7 @@ from bench_pool import (
 )
 
 from agent_agency.config import PoolSettings
-from agent_agency.pool import pii
+from agent_agency.privacy import pii
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.ingest_workers import (
     AUTO_MAX_WORKERS,

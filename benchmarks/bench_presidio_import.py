@@ -16,7 +16,7 @@ import statistics
 import subprocess
 import sys
 
-from agent_agency.pool.pii import UNUSED_FRAMEWORKS
+from agent_agency.privacy.pii import UNUSED_FRAMEWORKS
 
 from results import write_section
 
@@ -27,7 +27,7 @@ import time
 started = time.perf_counter()
 if {plain}:
     import presidio_analyzer
-from agent_agency.pool import pii
+from agent_agency.privacy import pii
 pii.presidio_analyzer()
 print(time.perf_counter() - started)
 """

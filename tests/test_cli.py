@@ -18,9 +18,9 @@ from rich.console import Console
 from sqlalchemy.exc import OperationalError
 from typer.testing import CliRunner
 
-from agent_agency import cli
+from agent_agency.cli import app as cli
 from agent_agency import runner as runner_module
-from agent_agency.cli import app, parse_since
+from agent_agency.cli.app import app, parse_since
 from agent_agency.pool.store import Store
 from agent_agency.records import Execution
 from agent_agency.runner import PreparedRun, RunReport
@@ -1002,7 +1002,7 @@ def test_a_command_meeting_a_locked_database_midway_says_so_without_a_traceback(
 ) -> None:
     """Without the check before any work, `pool compact` opens the database to read (WAL lets
     it), then meets the lock when it writes."""
-    from agent_agency import cli_options
+    from agent_agency.cli import options as cli_options
 
     assert runner.invoke(app, ["run", "--tasks", "2"]).exit_code == 0
     hold_sqlite_lock(workdir / "agency.db")
@@ -1090,7 +1090,7 @@ def test_run_says_when_the_suites_hold_fewer_tasks_than_asked_for(workdir: Path)
 
 
 def test_a_suggested_command_hides_the_database_password() -> None:
-    from agent_agency.cli_options import command_for
+    from agent_agency.cli.options import command_for
 
     url = "postgresql+psycopg://someone:s3cret@db.example/pool"
     assert command_for(url, "agency stats") == (

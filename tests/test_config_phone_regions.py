@@ -30,7 +30,7 @@ def test_an_unknown_phone_region_names_the_field_and_value(tmp_path: Path) -> No
 def test_default_regions_are_checked_without_importing_phonenumbers() -> None:
     code = (
         "import sys\n"
-        "from agent_agency.cli_options import load_settings\n"
+        "from agent_agency.cli.options import load_settings\n"
         "load_settings(None, 'pool.db')  # --db validates the defaults again\n"
         "assert 'phonenumbers' not in sys.modules, 'phonenumbers imported'\n"
     )

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from agent_agency.cli import app
+from agent_agency.cli.app import app
 from agent_agency.pool.schema import executions
 from agent_agency.pool.store import Store
 from agent_agency.records import Execution

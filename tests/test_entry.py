@@ -14,7 +14,7 @@ import importlib.abc, sys
 
 class CtrlC(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name == "agent_agency.cli":
+        if name == "agent_agency.cli.app":
             raise KeyboardInterrupt
         return None
 

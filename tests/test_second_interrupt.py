@@ -18,7 +18,7 @@ from typing import IO
 
 import pytest
 
-from agent_agency.cli_options import FORCED, STILL_STOPPING
+from agent_agency.cli.options import FORCED, STILL_STOPPING
 from scripted_config import ONE_SCRIPTED_AGENT
 
 WAIT_S = 60.0  # how long a step may take at most; each normally takes milliseconds
@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-from agent_agency.cli_options import Terminated, run_stoppable
+from agent_agency.cli.options import Terminated, run_stoppable
 
 release = Path(sys.argv[1])
 
@@ -74,7 +74,7 @@ import time
 from pathlib import Path
 
 from agent_agency.agents.scripted import ScriptedBackend
-from agent_agency.cli import app
+from agent_agency.cli.app import app
 from agent_agency.pool.store import Store
 
 release = Path(sys.argv[1])

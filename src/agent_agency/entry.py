@@ -16,7 +16,7 @@ INTERRUPTED_WHILE_STARTING = "interrupted by Ctrl-C while starting: nothing was 
 
 def main() -> None:
     try:
-        from agent_agency.cli import app
+        from agent_agency.cli.app import app
     except KeyboardInterrupt:
         print(INTERRUPTED_WHILE_STARTING, file=sys.stderr)
         raise SystemExit(128 + signal.SIGINT) from None

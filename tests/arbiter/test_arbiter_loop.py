@@ -16,7 +16,7 @@ from agent_agency.agents.scripted import ScriptedBackend
 from agent_agency.arbiter.arbiter import Arbiter, agent_slots
 from agent_agency.arbiter.breaker import BreakerState
 from agent_agency.arbiter.router import Router
-from agent_agency.arbiter.routing_cli import CANCELLED, LoggedOutcomes, read_logged_outcomes
+from agent_agency.cli.routing import CANCELLED, LoggedOutcomes, read_logged_outcomes
 from agent_agency.caws.audit import AuditLog
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.caws.judges import Judge

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from agent_agency.arbiter.ope import ReplayedStrategy
 from agent_agency.arbiter.router import Router
-from agent_agency.arbiter.routing_cli import (
+from agent_agency.cli.routing import (
     NO_OUTCOME,
     ZERO_PROPENSITY,
     estimand_note,
@@ -289,7 +289,7 @@ def test_the_readme_documents_the_reward_routing_evaluate_estimates() -> None:
 
 
 def test_an_effective_sample_size_never_shows_as_a_threshold_it_is_below() -> None:
-    from agent_agency.arbiter.routing_cli import effective_sample_size_text
+    from agent_agency.cli.routing import effective_sample_size_text
 
     assert effective_sample_size_text(1.96) == "1.9"  # below 2: no interval
     assert effective_sample_size_text(99.97) == "99.9"  # below 100: the intervals under-cover

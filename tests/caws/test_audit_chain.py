@@ -12,7 +12,7 @@ from sqlalchemy import Engine, insert, text
 from typer.testing import CliRunner
 
 from agent_agency.caws.audit import GENESIS_HASH, AuditLog, canonical_json, entry_hash
-from agent_agency.caws.cli import audit_app
+from agent_agency.cli.audit import audit_app
 from agent_agency.pool.engine import make_engine
 from agent_agency.pool.migrate import migrate
 from agent_agency.pool.schema import audit_log

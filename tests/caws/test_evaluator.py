@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_agency.caws import sandbox
+from agent_agency.sandbox import run as sandbox
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.config import EvaluationSettings, GateSpec, parse_config
 from agent_agency.pool.store import Store

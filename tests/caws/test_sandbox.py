@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_agency.caws import sandbox
-from agent_agency.caws.sandbox import SandboxResult, run_python
+from agent_agency.sandbox import run as sandbox
+from agent_agency.sandbox.run import SandboxResult, run_python
 
 
 def _process_table() -> dict[int, tuple[int, int]]:
@@ -527,7 +527,7 @@ def test_a_run_ends_when_the_process_that_started_it_dies() -> None:
         [
             sys.executable,
             "-c",
-            "from agent_agency.caws.sandbox import run_python\n"
+            "from agent_agency.sandbox.run import run_python\n"
             "run_python('import time\\ntime.sleep(60)', timeout_s=60)\n",
         ],
         env={**os.environ, "TMPDIR": temporary},

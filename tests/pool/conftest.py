@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from agent_agency.pool import cli as pool_cli
+from agent_agency.cli import pool as pool_cli
 from agent_agency.pool.store import Store
 
 POSTGRES_ENV = "AGENCY_TEST_POSTGRES_URL"

@@ -12,7 +12,7 @@ from pool_records import make_point
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from agent_agency.cli import app
+from agent_agency.cli.app import app
 from agent_agency.pool import schema
 from agent_agency.pool.prepare import TOO_DEEP_MARK
 from agent_agency.pool.store import Store

@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 from agent_agency.config import AnonymizationPolicy
 from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer, hash_tenant
-from agent_agency.pool.pii import find_pii, pii_entities
+from agent_agency.privacy.pii import find_pii, pii_entities
 from agent_agency.pool.prepare import prepare_batch
 from agent_agency.pool.queries import validate_quality
 from agent_agency.pool.store import Store

@@ -27,7 +27,7 @@ from agent_agency.pool.ingest_workers import (
     ingest_here_until_started,
     prepare_as_worker,
 )
-from agent_agency.pool.pii import PRESIDIO_DIGIT_TRIGGERS, PRESIDIO_TRIGGERS, clear_scan_cache
+from agent_agency.privacy.pii import PRESIDIO_DIGIT_TRIGGERS, PRESIDIO_TRIGGERS, clear_scan_cache
 from agent_agency.pool.prepare import IngestReport, data_point_row, tier_for
 from agent_agency.pool.queries import BatchCriteria, get_batch
 from agent_agency.pool.store import Store, insert_new, insert_points

@@ -10,7 +10,7 @@ import pytest
 from presidio_analyzer.predefined_recognizers import PhoneRecognizer
 
 from agent_agency.pool import phone_recognizer
-from agent_agency.pool.phone_recognizer import EarlyStopPhoneRecognizer
+from agent_agency.privacy.phone_recognizer import EarlyStopPhoneRecognizer
 
 REGIONS = PhoneRecognizer.DEFAULT_SUPPORTED_REGIONS
 FORMATS = (

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from agent_agency.pool import pii
-from agent_agency.pool.code_identifiers import IdentifierRenamer
-from agent_agency.pool.pii import clear_scan_cache, find_pii, generalize_path, redact
+from agent_agency.privacy import pii
+from agent_agency.privacy.code_identifiers import IdentifierRenamer
+from agent_agency.privacy.pii import clear_scan_cache, find_pii, generalize_path, redact
 
 
 @pytest.mark.parametrize(

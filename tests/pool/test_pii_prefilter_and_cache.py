@@ -12,9 +12,9 @@ from pool_records import make_point
 from sqlalchemy import text as sql_text
 
 from agent_agency.config import AnonymizationPolicy
-from agent_agency.pool import pii
+from agent_agency.privacy import pii
 from agent_agency.pool.anonymize import Anonymizer
-from agent_agency.pool.pii import (
+from agent_agency.privacy.pii import (
     CACHE_MAX_CHARS,
     PRESIDIO_TRIGGERS,
     find_pii,

@@ -15,8 +15,8 @@ import pytest
 from pool_records import make_point
 from typer.testing import CliRunner
 
-from agent_agency.pool import cli as pool_cli
-from agent_agency.pool.cli import pool_app
+from agent_agency.cli import pool as pool_cli
+from agent_agency.cli.pool import pool_app
 from agent_agency.pool.ingest_workers import AUTO_MAX_WORKERS, AUTO_MIN_POINTS, auto_workers
 from agent_agency.pool.prepare import IngestReport, prepare_batch
 from agent_agency.pool.store import Store

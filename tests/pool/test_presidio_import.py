@@ -7,11 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agent_agency.pool.pii import UNUSED_FRAMEWORKS
+from agent_agency.privacy.pii import UNUSED_FRAMEWORKS
 
 SCRIPT = """\
 import sys
-from agent_agency.pool import pii
+from agent_agency.privacy import pii
 
 # a national-format number that only Presidio's phone recognizer finds
 assert [finding.entity for finding in pii.find_pii("call 07400 123456")] == ["PHONE_NUMBER"]
@@ -24,7 +24,7 @@ print("imported afterwards:", torch.INSTALLED and transformers.INSTALLED)
 
 HIDDEN_IN_ONE_THREAD = """\
 import threading
-from agent_agency.pool import pii
+from agent_agency.privacy import pii
 
 seen = {}
 pii.import_presidio()  # registers the finder

@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from typer.testing import CliRunner
 
 from agent_agency.pool import schema
-from agent_agency.pool.cli import pool_app
+from agent_agency.cli.pool import pool_app
 from agent_agency.pool.queries import (
     BatchCriteria,
     CollectionMetrics,

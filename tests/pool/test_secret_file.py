@@ -11,9 +11,9 @@ import pytest
 from pool_records import make_point
 from typer.testing import CliRunner
 
-from agent_agency.cli import app
+from agent_agency.cli.app import app
 from agent_agency.config import ConfigError, PoolSettings
-from agent_agency.pool.tenant_secret import TenantSecretError, load_tenant_secret
+from agent_agency.privacy.tenant_secret import TenantSecretError, load_tenant_secret
 from scripted_config import ONE_SCRIPTED_AGENT
 
 runner = CliRunner()
@@ -82,7 +82,7 @@ def test_the_default_secret_file_says_how_to_choose_another(
     bad_secret: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     secret_file, reason = bad_secret
-    monkeypatch.setattr("agent_agency.pool.tenant_secret.DEFAULT_SECRET_FILE", secret_file)
+    monkeypatch.setattr("agent_agency.privacy.tenant_secret.DEFAULT_SECRET_FILE", secret_file)
     with pytest.raises(TenantSecretError) as raised:
         load_tenant_secret(PoolSettings())
     message = str(raised.value)

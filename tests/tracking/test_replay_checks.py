@@ -10,7 +10,7 @@ from sqlalchemy import select, text
 from test_tracker import count, decision, execution
 from typer.testing import CliRunner
 
-from agent_agency.cli import app
+from agent_agency.cli.app import app
 from agent_agency.pool.assemble import build_data_point
 from agent_agency.pool.schema import data_points, evaluations, executions, quarantine
 from agent_agency.pool.store import Store

@@ -223,7 +223,7 @@ def test_spilled_records_replay_into_a_pool_once(store: Store, tmp_path: Path) -
     from typer.testing import CliRunner
 
     from agent_agency.caws.audit import AuditLog
-    from agent_agency.cli import app
+    from agent_agency.cli.app import app
 
     with store.engine.begin() as connection:
         connection.execute(text("DROP TABLE routing_decisions"))
@@ -254,7 +254,7 @@ def test_a_spilled_refusal_replays_into_a_pool_once_with_its_audit_entry(
     from typer.testing import CliRunner
 
     from agent_agency.caws.audit import AuditLog
-    from agent_agency.cli import app
+    from agent_agency.cli.app import app
 
     with store.engine.begin() as connection:
         connection.execute(text("DROP TABLE routing_refusals"))
@@ -359,7 +359,7 @@ def test_a_malformed_spill_line_is_named_by_file_line_and_field(
 ) -> None:
     from typer.testing import CliRunner
 
-    from agent_agency.cli import app
+    from agent_agency.cli.app import app
 
     broken = tmp_path / "bad.jsonl"
     broken.write_bytes(VALID_SPILL_LINE.encode() + b"\n" + line + b"\n")
@@ -378,7 +378,7 @@ def test_replay_counts_a_point_the_pool_quarantines_as_quarantined(
 
     from typer.testing import CliRunner
 
-    from agent_agency.cli import app
+    from agent_agency.cli.app import app
     from agent_agency.pool.assemble import build_data_point
     from agent_agency.records import GraderSpec, Task, utcnow
 
@@ -406,7 +406,7 @@ def test_replay_counts_a_point_the_pool_quarantines_as_quarantined(
 def test_replay_refuses_a_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from agent_agency.cli import app
+    from agent_agency.cli.app import app
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "spills").mkdir()

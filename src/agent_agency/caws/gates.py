@@ -27,7 +27,7 @@ import jsonschema
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from agent_agency.config import EvaluationSettings, GateSpec
-from agent_agency.pool.pii import PLACEHOLDERS, find_pii
+from agent_agency.privacy.pii import PLACEHOLDERS, find_pii
 from agent_agency.records import (
     Execution,
     GateResult,

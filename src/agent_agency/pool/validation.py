@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent_agency.jsonl import not_an_object
-from agent_agency.pool.pii import checksum_entities, pii_entities, redact
+from agent_agency.privacy.pii import checksum_entities, pii_entities, redact
 from agent_agency.pool.storable_text import unstorable_reason
 from agent_agency.records import MAX_COUNT, MAX_LATENCY_MS, DataPoint, RubricScores, to_utc
 

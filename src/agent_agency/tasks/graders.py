@@ -2,7 +2,7 @@
 
 Every grader takes its typed reference (validated from `GraderSpec.reference`), the agent's
 output and the tool uses of the attempt, and returns a `GradeResult`. Code never runs in this
-process: code graders go through `agent_agency.caws.sandbox.run_python`.
+process: code graders go through `agent_agency.sandbox.run.run_python`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from agent_agency.caws.sandbox import FunctionTests, run_python
+from agent_agency.sandbox.run import FunctionTests, run_python
 from agent_agency.records import GraderSpec, Task, ToolUse, invalid
 from agent_agency.tasks.answers import (
     assemble_program,

@@ -10,7 +10,7 @@ import typer
 from sqlalchemy.exc import SQLAlchemyError
 
 from agent_agency.caws.audit import AuditLog
-from agent_agency.cli_options import (
+from agent_agency.cli.options import (
     CREATE_DATABASE_HINT,
     ConfigOption,
     DbOption,

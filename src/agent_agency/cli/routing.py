@@ -24,7 +24,7 @@ from agent_agency.arbiter.ope import (
     ReplayedStrategy,
     evaluate_policy,
 )
-from agent_agency.cli_options import (
+from agent_agency.cli.options import (
     ConfigOption,
     DbOption,
     command_for,

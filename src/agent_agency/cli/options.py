@@ -375,7 +375,7 @@ def open_store(settings: AgencyConfig, *, create: bool = True, writes: bool | No
     from sqlalchemy.exc import SQLAlchemyError
 
     from agent_agency.pool.store import NoPool, Store
-    from agent_agency.pool.tenant_secret import TenantSecretError, load_tenant_secret
+    from agent_agency.privacy.tenant_secret import TenantSecretError, load_tenant_secret
 
     url = settings.storage.url
     try:

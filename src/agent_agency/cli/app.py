@@ -16,9 +16,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from agent_agency.arbiter.routing_cli import routing_app
-from agent_agency.caws.cli import audit_app
-from agent_agency.cli_options import (
+from agent_agency.cli.routing import routing_app
+from agent_agency.cli.audit import audit_app
+from agent_agency.cli.options import (
     AgencyGroup,
     ConfigOption,
     DbOption,
@@ -35,7 +35,7 @@ from agent_agency.cli_options import (
     sigterm_raises,
 )
 from agent_agency.config import AgencyConfig, ConfigError, parse_config
-from agent_agency.pool.cli import pool_app
+from agent_agency.cli.pool import pool_app
 from agent_agency.pool.engine import shown_url
 from agent_agency.records import SplitChoice, utcnow
 

@@ -258,7 +258,7 @@ def _build_analyzer(phone_regions: tuple[str, ...]) -> Any:
     from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
     from presidio_analyzer.nlp_engine import NoOpNlpEngine
 
-    from agent_agency.pool.phone_recognizer import EarlyStopPhoneRecognizer
+    from agent_agency.privacy.phone_recognizer import EarlyStopPhoneRecognizer
 
     tldextract.tldextract.TLD_EXTRACTOR.suffix_list_urls = ()
     registry = RecognizerRegistry(supported_languages=["en"])

@@ -1,0 +1,1 @@
+"""The `agency` command line: one module per command group."""

@@ -1,0 +1,1 @@
+"""Privacy primitives: PII and secret detection, tenant hashing, differential privacy."""
