@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from agent_agency.sandbox import run as sandbox
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.config import EvaluationSettings, GateSpec, parse_config
 from agent_agency.pool.store import Store
@@ -23,6 +22,7 @@ from agent_agency.records import (
     Task,
 )
 from agent_agency.runner import build_arbiter
+from agent_agency.sandbox import run as sandbox
 from agent_agency.tracking.tracker import Tracker
 
 

@@ -1,1 +1,1 @@
-"""Running generated code in a subprocess: time and memory limits, no network, a throw-away directory."""
+"""Running generated code in a subprocess: time and memory limits, no network, scratch files."""

@@ -25,8 +25,8 @@ from pydantic import (
     model_validator,
 )
 
-from agent_agency.sandbox.run import FunctionTests, run_python
 from agent_agency.records import GraderSpec, Task, ToolUse, invalid
+from agent_agency.sandbox.run import FunctionTests, run_python
 from agent_agency.tasks.answers import (
     assemble_program,
     extract_answer_text,
