@@ -39,12 +39,17 @@ END = "<!-- END GENERATED -->"
 
 
 def cli_reference() -> str:
-    """Every command of `agency`, group by group, as Markdown."""
     from agent_agency.cli.app import app
 
+    return command_reference(app)
+
+
+def command_reference(app: typer.Typer, name: str = "agency") -> str:
+    """Every visible command of `app`, depth first, as Markdown: its help, usage, arguments and
+    options with their types, defaults and bounds."""
     root = typer.main.get_command(app)
-    context = root.make_context("agency", [], resilient_parsing=True)
-    commands = list(_commands(root, context))
+    context = root.make_context(name, [], resilient_parsing=True)
+    commands = list(_commands(root, context, name))
     lines = [_help_text(root), ""]
     lines += [f"- [`{path}`](#{_slug(path)})" for path, _, _ in commands]
     for path, command, command_context in commands:
@@ -63,7 +68,7 @@ def cli_reference() -> str:
     return "\n".join(lines) + "\n"
 
 
-def _commands(group: Any, context: Any, prefix: str = "agency") -> Iterator[tuple[str, Any, Any]]:
+def _commands(group: Any, context: Any, prefix: str) -> Iterator[tuple[str, Any, Any]]:
     """(path, command, its context) of every visible command below `group`, depth first, in the
     order `agency --help` lists them."""
     for name in _subcommand_names(group, context):
@@ -156,11 +161,15 @@ class _Section:
 
 
 def configuration_reference() -> str:
-    """Every setting of `agency.yaml`, section by section, with its type, default and
-    description, walked from `AgencyConfig` whatever module defines each section."""
     from agent_agency.config import AgencyConfig
 
-    pending = [_Section("", AgencyConfig)]
+    return settings_reference(AgencyConfig)
+
+
+def settings_reference(root: type[BaseModel]) -> str:
+    """Every setting below `root`, section by section, with its type, default and description,
+    walked from the composed model whatever module defines each section."""
+    pending = [_Section("", root)]
     lines: list[str] = []
     while pending:
         section = pending.pop(0)
@@ -178,7 +187,7 @@ def configuration_reference() -> str:
             lines += [doc, ""]
         lines += ["| key | type | default | description |", "| --- | --- | --- | --- |"]
         for name, field in section.model.model_fields.items():
-            lines.append(_field_row(section.path, name, field))
+            lines.append(_field_row(section.path, name, field, inside))
         lines.append("")
         pending = nested + pending
     return "\n".join(lines)
@@ -212,9 +221,10 @@ def _own_doc(model: type[BaseModel]) -> str:
     return inspect.cleandoc(doc) if doc else ""
 
 
-def _field_row(path: str, name: str, field: FieldInfo) -> str:
+def _field_row(path: str, name: str, field: FieldInfo, walked: tuple[type[BaseModel], ...]) -> str:
+    """The field's table row; a model among `walked` has no section of its own here."""
     suffix, model = _nested_model(field.annotation)
-    if model is not None:
+    if model is not None and model not in walked:
         target = _join(path, name) + suffix
         kind = "section" if not suffix else f"{_type_text(field.annotation)}"
         type_text = f"{kind}: see [`{target}`](#{_slug(target)})"
