@@ -205,9 +205,6 @@ class Completion(Record):
     finish_reason: str | None = None
 
 
-BackendKind = Literal["local", "openai_compat", "scripted"]
-
-
 EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
 
 
@@ -239,7 +236,12 @@ class AgentSpec(Record):
     name: str = Field(min_length=1, max_length=AGENT_MAX - 50)
     version: str = Field(default="1", max_length=49)
     parent: str | None = Field(default=None, description="'name@version' this agent derives from")
-    backend: BackendKind = "local"
+    backend: str = Field(
+        default="local",
+        min_length=1,
+        description="the backend it runs on: local, openai_compat, scripted, or one added with "
+        "agent_agency.agents.register_backend",
+    )
     model: str = Field(
         default="SmolLM2-135M-Instruct",
         description="local: the embedded model or a .gguf path; openai_compat: the served name",
