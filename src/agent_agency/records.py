@@ -448,6 +448,11 @@ class GateResult(Record):
     threshold: float = Field(ge=0.0, le=1.0)
     mandatory: bool
     reason: str = ""
+    judged: bool = Field(
+        default=True,
+        description="False when the gate could not judge the answer (its check or the task's "
+        "grader failed; `reason` says why): then it did not pass, and the agent got no feedback",
+    )
 
 
 RubricDimension = Literal["format", "tool", "task", "minimal", "cost", "safety"]
