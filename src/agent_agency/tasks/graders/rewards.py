@@ -91,4 +91,4 @@ def _turn(value: Any, role: str) -> str:
                     return content
                 kind = type(content).__name__
                 raise ValueError(f"a {role} turn's content must be text, got {kind}")
-    raise ValueError(f"expected text or a conversation with a {role} turn, got {value!r:.100}")
+    raise ValueError(f"expected text or a conversation with a {role!r} turn, got {value!r:.100}")
