@@ -19,9 +19,10 @@ from agent_agency.agents.scripted import ScriptedBackend
 from agent_agency.arbiter.arbiter import Arbiter
 from agent_agency.arbiter.router import Router
 from agent_agency.caws.evaluator import Evaluator
-from agent_agency.config import parse_config
+from agent_agency.caws.judges import Judge
+from agent_agency.config import EvaluationSettings, parse_config
 from agent_agency.extensions import RegistrationError
-from agent_agency.records import GraderSpec, Task
+from agent_agency.records import Completion, Execution, GraderSpec, Iteration, Task
 from agent_agency.tasks.graders import GRADERS, GraderError, grade, register_grader
 from agent_agency.tasks.suites import TaskFileError, load_suite_file
 
@@ -317,3 +318,29 @@ def test_a_grader_that_fails_during_a_run_is_recorded_not_raised() -> None:
     assert not gate.passed and not gate.judged
     assert gate.reason.startswith("not judged: grader error: user_graders:broken raised")
     assert "ZeroDivisionError" not in (outcome.evaluation.feedback or "")  # not the agent's to fix
+
+
+class FixedJudgeBackend:
+    """A judge's backend that always gives the same score."""
+
+    simulated = True
+    name = "fixed-judge"
+
+    async def complete(self, messages: Any, tools: Any = None, **params: Any) -> Completion:
+        text = '{"score": 0.9, "rationale": "fine"}'
+        return Completion(text=text, input_tokens=1, output_tokens=1, latency_ms=0.0, model="j")
+
+
+def test_a_judge_is_not_compared_with_a_grader_that_failed() -> None:
+    judge = Judge("tone", FixedJudgeBackend(), "Is it polite?")
+    iteration = Iteration(number=1, output="Paris.")
+    results = {}
+    for function in ("contains", "broken"):
+        graded = function_task(
+            function, **({"expected": "Paris"} if function == "contains" else {})
+        )
+        execution = Execution(task_id="t", task_type="qa", agent="a", iterations=[iteration])
+        evaluator = Evaluator(EvaluationSettings(), [judge])
+        evaluation = asyncio.run(evaluator.evaluate(graded, execution, iteration))
+        results[function] = evaluation.judges[0].agrees_with_grader
+    assert results == {"contains": True, "broken": None}
