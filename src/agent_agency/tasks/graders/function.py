@@ -139,17 +139,15 @@ class _Worker:
         self._requests: IO[bytes] = self.process.stdin
         self._replies = self.process.stdout.fileno()
         self._pending = b""
-        started = time.monotonic() + WORKER_START_TIMEOUT_S
+        deadline = time.monotonic() + WORKER_START_TIMEOUT_S
+        late = f"could not run: no worker process within {WORKER_START_TIMEOUT_S:g} s"
         try:
-            first = self._line(
-                started, f"could not run: no worker process within {WORKER_START_TIMEOUT_S:g} s"
-            )
+            # Anything printed while the worker starts (a sitecustomize, say) comes before READY.
+            while self._line(deadline, late) != READY:
+                pass
         except WorkerFailure:
             self.kill()
             raise
-        if first != READY:
-            self.kill()
-            raise WorkerFailure(f"could not run: its worker process started with {first[:100]!r}")
 
     def ask(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         try:
