@@ -618,6 +618,16 @@ class AgencyConfig(Section):
                 seen[agent.key] = index
         yield from self._parents_form_no_cycle()
 
+    @cross_field_check("agents")
+    def _backends_registered(self) -> Iterator[Problem]:
+        from agent_agency.agents.registry import backend_names
+
+        known = backend_names()
+        for index, agent in enumerate(self.agents):
+            if agent.backend not in known:
+                reason = f"unknown backend {agent.backend!r}; known backends: {', '.join(known)}"
+                yield f"agents.{index}.backend", reason
+
     @cross_field_check("agents", "run.agents")
     def _run_agents_known(self) -> Iterator[Problem]:
         chosen: set[str] = set()

@@ -205,9 +205,6 @@ class Completion(Record):
     finish_reason: str | None = None
 
 
-BackendKind = Literal["local", "openai_compat", "scripted"]
-
-
 EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
 
 
@@ -239,7 +236,12 @@ class AgentSpec(Record):
     name: str = Field(min_length=1, max_length=AGENT_MAX - 50)
     version: str = Field(default="1", max_length=49)
     parent: str | None = Field(default=None, description="'name@version' this agent derives from")
-    backend: BackendKind = "local"
+    backend: str = Field(
+        default="local",
+        min_length=1,
+        description="the backend it runs on: local, openai_compat, scripted, or one added with "
+        "agent_agency.agents.register_backend",
+    )
     model: str = Field(
         default="SmolLM2-135M-Instruct",
         description="local: the embedded model or a .gguf path; openai_compat: the served name",
@@ -446,6 +448,11 @@ class GateResult(Record):
     threshold: float = Field(ge=0.0, le=1.0)
     mandatory: bool
     reason: str = ""
+    judged: bool = Field(
+        default=True,
+        description="False when the gate could not judge the answer (its check or the task's "
+        "grader failed; `reason` says why): then it did not pass, and the agent got no feedback",
+    )
 
 
 RubricDimension = Literal["format", "tool", "task", "minimal", "cost", "safety"]

@@ -148,7 +148,11 @@ class Evaluator:
         judges = [judge for judge in self.judges if judge.applies_to(task)]
         if not judges:
             return []
-        passed = grade_result.passed if grade_result is not None else None
+        passed = (
+            grade_result.passed
+            if grade_result is not None and grade_result.error is None
+            else None  # no grade, or the grader failed: nothing for a judge to agree with
+        )
         return list(
             await asyncio.gather(
                 *(
