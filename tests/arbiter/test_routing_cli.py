@@ -276,7 +276,7 @@ def test_evaluate_names_a_database_that_does_not_exist_and_creates_none(tmp_path
 
 def test_the_readme_documents_the_reward_routing_evaluate_estimates() -> None:
     from agent_agency.arbiter.bandits import reward
-    from agent_agency.config import RoutingSettings
+    from agent_agency.arbiter.settings import RoutingSettings
 
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     row = next(line for line in readme.splitlines() if line.startswith("| `agency routing eval"))

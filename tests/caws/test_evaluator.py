@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from agent_agency.sandbox import run as sandbox
 from agent_agency.caws.evaluator import Evaluator
-from agent_agency.config import EvaluationSettings, GateSpec, parse_config
+from agent_agency.caws.settings import EvaluationSettings, GateSpec
+from agent_agency.config import parse_config
 from agent_agency.pool.store import Store
 from agent_agency.records import (
     Evaluation,
@@ -23,6 +23,7 @@ from agent_agency.records import (
     Task,
 )
 from agent_agency.runner import build_arbiter
+from agent_agency.sandbox import run as sandbox
 from agent_agency.tracking.tracker import Tracker
 
 

@@ -25,10 +25,10 @@ from pydantic import ValidationError
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-from agent_agency.cli.options import Terminated, sigterm_raises
 from agent_agency.cli import pool as pool_cli
-from agent_agency.pool import schema
+from agent_agency.cli.options import Terminated, sigterm_raises
 from agent_agency.cli.pool import pool_app
+from agent_agency.pool import schema
 from agent_agency.pool.ingest_workers import ingest_batches
 from agent_agency.pool.prepare import IngestReport
 from agent_agency.pool.queries import get_batch
@@ -438,7 +438,7 @@ def test_sigterm_stops_ingest_and_its_workers(tmp_path: Path) -> None:
 
 TEARDOWN_SCRIPT = """\
 import os, sys
-from agent_agency.config import PoolSettings
+from agent_agency.pool.settings import PoolSettings
 from agent_agency.pool.ingest_workers import _start_worker
 
 class Witness:

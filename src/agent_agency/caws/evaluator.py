@@ -36,8 +36,7 @@ from agent_agency.caws.rubric import (
     rubric_scores,
     turn_data,
 )
-from agent_agency.sandbox.run import hidden_databases, run_limits
-from agent_agency.config import EvaluationSettings
+from agent_agency.caws.settings import EvaluationSettings
 from agent_agency.records import (
     Evaluation,
     Execution,
@@ -47,6 +46,7 @@ from agent_agency.records import (
     MinimalDiffMetrics,
     Task,
 )
+from agent_agency.sandbox.run import hidden_databases, run_limits
 from agent_agency.tasks.graders import GradeResult, grade
 
 

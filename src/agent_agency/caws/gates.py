@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal
 import jsonschema
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from agent_agency.config import EvaluationSettings, GateSpec
+from agent_agency.caws.settings import EvaluationSettings, GateSpec
 from agent_agency.privacy.pii import PLACEHOLDERS, find_pii
 from agent_agency.records import (
     Execution,
