@@ -18,8 +18,8 @@ from rich.console import Console
 from sqlalchemy.exc import OperationalError
 from typer.testing import CliRunner
 
-from agent_agency.cli import app as cli
 from agent_agency import runner as runner_module
+from agent_agency.cli import app as cli
 from agent_agency.cli.app import app, parse_since
 from agent_agency.pool.store import Store
 from agent_agency.records import Execution
@@ -456,10 +456,10 @@ def test_run_checks_the_summary_path_before_any_task_runs(
 def test_a_summary_that_cannot_be_written_after_the_run_is_an_error_not_a_traceback(
     workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import agent_agency.cli
+    import agent_agency.cli.app
 
     # the directory vanishing during the run, which the check before it cannot see
-    monkeypatch.setattr(agent_agency.cli, "_check_summary_path", lambda *_: None)
+    monkeypatch.setattr(agent_agency.cli.app, "_check_summary_path", lambda *_: None)
     result = runner.invoke(app, ["run", "--tasks", "2", "--json", "gone/x.json"])
     assert result.exit_code == 2
     assert isinstance(result.exception, SystemExit)  # no traceback
