@@ -4,7 +4,8 @@ Every setting has a default, so no file is needed. Each package owns the model o
 (`routing`: `arbiter.settings`, `evaluation`: `caws.settings`, `storage` and `pool`:
 `pool.settings`, `run`: `run_settings`); `AgencyConfig` composes them with the agents, and checks
 what spans sections. A bad file fails with `ConfigError`, whose message names the file, the field
-path and the reason.
+path and the reason; a file too big to be a configuration (its size, or what its aliases expand
+to) is refused before it is expanded.
 """
 
 from __future__ import annotations
@@ -29,6 +30,17 @@ from agent_agency.sections import ConfigError, Problem, Section, cross_field_che
 
 DEFAULT_CONFIG_FILE = "agency.yaml"
 CONFIG_ENV_VAR = "AGENCY_CONFIG"
+
+# What a configuration file may be: a real one is a few kilobytes, a few hundred values nested at
+# most ten levels deep. The bounds refuse, before anything is expanded, a file that would take the
+# process's memory or stack: one too big, one whose aliases (`*name`) repeat a value so often that
+# the expanded document is vast (nine levels of nine aliases expand to 9⁹ values), one nested
+# deeper than the parser's recursion can go, or a number too long to convert.
+MAX_CONFIG_BYTES = 1024 * 1024
+MAX_ALIAS_EXPANSION = 10_000
+"""Values the aliases of a file may add to it, expanded."""
+MAX_DEPTH = 100
+MAX_NUMBER_CHARS = 100
 
 # Read below `agent_agency`, not through `agent_agency.agents`, whose import loads the backends.
 _DEFAULT_TEAM_FILE = ("agents", "default_team.yaml")
@@ -181,18 +193,32 @@ def config_path(explicit: str | Path | None = None) -> Path | None:
 
 
 def parse_config(data: Any, source: str = "<config>") -> AgencyConfig:
+    """The configuration `data` (as YAML reads a file) holds; `ConfigError` naming `source` and
+    every field at fault otherwise."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: top level must be a mapping, got {type(data).__name__}")
+    unread: list[Problem] = []
+    data = _readable(data, "", unread)
     try:
         # As JSON, strictly: `hash_tenant: 0`, `tasks: "5"` or `seed: 3.0` is a type error, not
         # quietly converted (`false`, `5`, `3`); JSON's own forms (a number for a float, a string
         # for an enum or a path) are accepted. A value YAML reads that JSON has no form for (an
         # unquoted date) is read as its text.
-        return AgencyConfig.model_validate_json(json.dumps(data, default=str), strict=True)
+        config = AgencyConfig.model_validate_json(json.dumps(data, default=str), strict=True)
     except ValidationError as error:
-        raise ConfigError(_invalid(source, problems_of(error))) from None
+        # A number too long to read stands as null: an error about that null would only say
+        # again, less clearly, what `unread` says.
+        found = [
+            problem
+            for problem in problems_of(error)
+            if not any(_inside(problem[0], field) for field, _ in unread)
+        ]
+        raise ConfigError(_invalid(source, [*unread, *found])) from None
+    if unread:
+        raise ConfigError(_invalid(source, unread))
+    return config
 
 
 def _invalid(source: str, problems: list[Problem]) -> str:
@@ -201,9 +227,74 @@ def _invalid(source: str, problems: list[Problem]) -> str:
     return "\n".join(lines)
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """YAML's safe loader, refusing a mapping that names a key twice: plain YAML keeps the last
-    value, so a setting written twice (`run:` in two places) would silently lose the first."""
+def _inside(field: str, outer: str) -> bool:
+    return field == outer or field.startswith(f"{outer}.")
+
+
+class _LongNumber:
+    """A number in the file longer than MAX_NUMBER_CHARS, left unconverted (Python refuses to
+    convert one of over 4,300 digits, and no setting needs more than a few)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        length = len(self.text)
+        return f"a number of {length:,} characters, too long to read (at most {MAX_NUMBER_CHARS})"
+
+
+def _readable(node: Any, path: str, unread: list[Problem]) -> Any:
+    """`node` with each number too long to read replaced by null (and a problem for it added to
+    `unread`), and each mapping key JSON has no form for (a date) replaced by its text."""
+    if isinstance(node, _LongNumber):
+        unread.append((path, str(node)))
+        return None
+    if isinstance(node, list):
+        return [_readable(item, _joined(path, index), unread) for index, item in enumerate(node)]
+    if not isinstance(node, dict):
+        return node
+    readable: dict[Any, Any] = {}
+    for key, value in node.items():
+        if isinstance(key, _LongNumber):
+            unread.append((path, f"a key is {key}"))
+            continue
+        name = key if key is None or isinstance(key, str | int | float | bool) else str(key)
+        readable[name] = _readable(value, _joined(path, name), unread)
+    return readable
+
+
+def _joined(path: str, key: object) -> str:
+    name = json.dumps(key) if key is None or isinstance(key, bool) else str(key)
+    return f"{path}.{name}" if path else name
+
+
+class _Refused(Exception):
+    """The file is valid YAML but beyond what a configuration may be; the message says why."""
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a mapping that names a key twice (plain YAML keeps the last
+    value, so a setting written twice, `run:` in two places, would silently lose the first), and
+    refusing, before it is built, a document nested too deep or whose aliases expand it too far.
+    A number too long to convert is kept as a `_LongNumber`, reported as its field's error."""
+
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                line = self.peek_event().start_mark.line + 1  # type: ignore[no-untyped-call]
+                raise _Refused(f"line {line}: values nested more than {MAX_DEPTH} levels deep")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def get_single_node(self) -> yaml.Node | None:
+        node = super().get_single_node()
+        if node is not None:
+            _check_expansion(node)
+        return node
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
@@ -217,6 +308,64 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+    def construct_number(self, node: yaml.ScalarNode) -> int | _LongNumber:
+        text = self.construct_scalar(node)
+        if len(text) > MAX_NUMBER_CHARS:
+            return _LongNumber(text)
+        return self.construct_yaml_int(node)
+
+
+_ConfigLoader.add_constructor("tag:yaml.org,2002:int", _ConfigLoader.construct_number)
+
+
+def _children(node: yaml.Node) -> Iterator[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            yield key
+            yield value
+    elif isinstance(node, yaml.SequenceNode):
+        yield from node.value
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """`_Refused` where the document, with each alias replaced by the value it names, would hold
+    more than MAX_ALIAS_EXPANSION values beyond those written, nest more than MAX_DEPTH deep, or
+    never end (a value holding an alias of itself). An alias is the node it names, shared: each
+    node is visited once, its expanded size and depth counted from its children's."""
+    size: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    open_nodes: set[int] = set()  # on the path from the root to the node visited
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            open_nodes.discard(key)
+            children = [id(child) for child in _children(node)]
+            size[key] = 1 + sum(size[child] for child in children)
+            depth[key] = 1 + max((depth[child] for child in children), default=0)
+            if depth[key] > MAX_DEPTH:
+                line = node.start_mark.line + 1
+                raise _Refused(
+                    f"line {line}: values nested more than {MAX_DEPTH} levels deep, aliases "
+                    "expanded"
+                )
+            continue
+        if key in size:
+            continue
+        if key in open_nodes:
+            line = node.start_mark.line + 1
+            raise _Refused(f"line {line}: a value holds an alias of itself, so it would never end")
+        open_nodes.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node))
+    if size[id(root)] - len(size) > MAX_ALIAS_EXPANSION:
+        raise _Refused(
+            f"its YAML aliases (*name) would expand it by more than {MAX_ALIAS_EXPANSION:,} "
+            "values, far beyond any configuration: refused, as such a file (an alias bomb) can "
+            "take all memory"
+        )
 
 
 def _yaml_problem(error: yaml.YAMLError) -> str:
@@ -238,7 +387,14 @@ def load_config(path: str | Path | None = None) -> AgencyConfig:
     if not resolved.exists():
         raise ConfigError(f"{resolved}: configuration file not found")
     try:
-        data = yaml.load(resolved.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
+        with resolved.open("rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise _Refused(
+                f"larger than {MAX_CONFIG_BYTES // (1024 * 1024)} MiB, the most a configuration "
+                "file may be"
+            )
+        data = yaml.load(raw.decode("utf-8"), Loader=_ConfigLoader)
     except OSError as error:
         raise ConfigError(
             f"{resolved}: cannot read configuration file: {error.strerror or error}"
@@ -249,4 +405,6 @@ def load_config(path: str | Path | None = None) -> AgencyConfig:
         ) from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{resolved}: {_yaml_problem(error)}") from None
+    except _Refused as refused:
+        raise ConfigError(f"{resolved}: {refused}") from None
     return parse_config(data, source=str(resolved))
