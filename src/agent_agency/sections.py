@@ -180,11 +180,6 @@ def _init_details(item: ErrorDetails) -> InitErrorDetails:
     }
 
 
-# --------------------------------------------------------------------------------------------
-# The default team: three agents on the embedded model that differ in prompting, decoding and
-# tool access, so the router has a real difference to learn.
-
-
 def problems_of(error: ValidationError) -> list[Problem]:
     """Each error of `error` as (field, reason): the field's dotted path, below it the field a
     check of a whole model named."""
