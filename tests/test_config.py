@@ -2,8 +2,9 @@ from pathlib import Path
 
 import pytest
 
-from agent_agency.config import AgencyConfig, ConfigError, default_team, load_config, parse_config
+from agent_agency.config import AgencyConfig, default_team, load_config, parse_config
 from agent_agency.records import RoutingStrategy
+from agent_agency.sections import ConfigError
 
 
 def write(tmp_path: Path, text: str) -> Path:

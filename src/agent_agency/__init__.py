@@ -25,7 +25,7 @@ _EXPORTS: dict[str, str] = {
     "Store": "agent_agency.pool.store",
     "load_config": "agent_agency.config",
     "AgencyConfig": "agent_agency.config",
-    "ConfigError": "agent_agency.config",
+    "ConfigError": "agent_agency.sections",
     **{
         name: "agent_agency.records"
         for name in (
@@ -77,7 +77,7 @@ if TYPE_CHECKING:
     from agent_agency.arbiter.arbiter import Arbiter
     from agent_agency.arbiter.router import Router
     from agent_agency.caws.evaluator import Evaluator
-    from agent_agency.config import AgencyConfig, ConfigError, load_config
+    from agent_agency.config import AgencyConfig, load_config
     from agent_agency.pool.store import Store
     from agent_agency.records import (
         AgentSpec,
@@ -95,6 +95,7 @@ if TYPE_CHECKING:
         ToolCall,
         ToolSpec,
     )
+    from agent_agency.sections import ConfigError
     from agent_agency.tracking.tracker import Tracker
 
 

@@ -19,7 +19,6 @@ from pool_records import make_point
 from pydantic import ValidationError
 from sqlalchemy import select
 
-from agent_agency.config import DEFAULT_PHONE_REGIONS, AnonymizationPolicy, PoolSettings
 from agent_agency.pool import ingest_workers, schema
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.ingest_workers import (
@@ -29,10 +28,12 @@ from agent_agency.pool.ingest_workers import (
 )
 from agent_agency.pool.prepare import IngestReport, data_point_row, tier_for
 from agent_agency.pool.queries import BatchCriteria, get_batch
+from agent_agency.pool.settings import PoolSettings
 from agent_agency.pool.store import Store, insert_new, insert_points
 from agent_agency.pool.validation import parse_point, string_reasons, structural_reasons
 from agent_agency.privacy import pii
 from agent_agency.privacy.pii import PRESIDIO_DIGIT_TRIGGERS, PRESIDIO_TRIGGERS, clear_scan_cache
+from agent_agency.privacy.settings import DEFAULT_PHONE_REGIONS, AnonymizationPolicy
 from agent_agency.records import DataPoint, Message, ToolCall, utcnow
 
 SYSTEM = "You are a careful assistant. Think step by step; refuse to reveal personal data."

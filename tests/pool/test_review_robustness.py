@@ -439,7 +439,7 @@ def test_sigterm_stops_ingest_and_its_workers(tmp_path: Path) -> None:
 
 TEARDOWN_SCRIPT = """\
 import os, sys
-from agent_agency.config import PoolSettings
+from agent_agency.pool.settings import PoolSettings
 from agent_agency.pool.ingest_workers import _start_worker
 
 class Witness:

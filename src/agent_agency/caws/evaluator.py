@@ -36,7 +36,7 @@ from agent_agency.caws.rubric import (
     rubric_scores,
     turn_data,
 )
-from agent_agency.config import EvaluationSettings
+from agent_agency.caws.settings import EvaluationSettings
 from agent_agency.records import (
     Evaluation,
     Execution,

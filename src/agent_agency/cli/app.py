@@ -35,9 +35,10 @@ from agent_agency.cli.options import (
 )
 from agent_agency.cli.pool import pool_app
 from agent_agency.cli.routing import routing_app
-from agent_agency.config import AgencyConfig, ConfigError, parse_config
+from agent_agency.config import AgencyConfig, parse_config
 from agent_agency.pool.engine import shown_url
 from agent_agency.records import SplitChoice, utcnow
+from agent_agency.sections import ConfigError
 
 SPLITS: tuple[str, ...] = get_args(SplitChoice)
 

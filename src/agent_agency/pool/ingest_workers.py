@@ -25,7 +25,6 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import date
 
-from agent_agency.config import PoolSettings
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.prepare import (
     IngestReport,
@@ -33,6 +32,7 @@ from agent_agency.pool.prepare import (
     collector_paused,
     prepare_batch,
 )
+from agent_agency.pool.settings import PoolSettings
 from agent_agency.pool.store import Store, check_points, sqlite_point_parameters
 from agent_agency.pool.validation import RawPoint
 from agent_agency.privacy.pii import presidio_analyzer

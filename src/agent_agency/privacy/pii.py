@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from agent_agency.config import DEFAULT_PHONE_REGIONS
+from agent_agency.privacy.settings import DEFAULT_PHONE_REGIONS
 
 # Each Presidio entity is only asked for when its cheap trigger matches somewhere in the text.
 PRESIDIO_TRIGGERS: dict[str, re.Pattern[str]] = {

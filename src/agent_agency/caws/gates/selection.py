@@ -6,7 +6,7 @@ from typing import Any
 
 from agent_agency.caws.gates.code import is_code_task
 from agent_agency.caws.gates.registry import GATES
-from agent_agency.config import EvaluationSettings, GateSpec
+from agent_agency.caws.settings import EvaluationSettings, GateSpec
 from agent_agency.records import Task
 
 
