@@ -55,7 +55,7 @@ class NoAgentAvailable(RuntimeError):
 def _expect(value: object, kind: type, field: str, hint: str = "") -> None:
     if not isinstance(value, kind):
         got = type(value).__name__
-        raise TypeError(f"{field}: expected a {kind.__name__}, got {got}{hint}")
+        raise TypeError(f"{field}: expected {kind.__name__}, got {got}{hint}")
 
 
 class Router:
