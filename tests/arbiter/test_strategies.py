@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from pydantic import ValidationError
@@ -152,6 +155,8 @@ def test_registering_is_checked() -> None:
 
 
 def test_routing_needs_a_light_request_and_nothing_else() -> None:
+    from agent_agency import AgentSpec, Router, RoutingRequest
+
     router = Router(agents=[AgentSpec(name="a"), AgentSpec(name="b")], strategy="thompson")
     decision = router.decide(RoutingRequest(task_type="qa"))
     assert decision.task_id and decision.task_type == "qa"
@@ -188,3 +193,20 @@ def test_wrong_arguments_are_named() -> None:
         RoutingRequest(task_type=" ")
     with pytest.raises(ValidationError, match="task_id"):
         RoutingRequest(task_type="qa", task_id="x" * 201)
+
+
+def test_importing_the_package_loads_no_router_until_one_is_asked_for() -> None:
+    code = (
+        "import sys, agent_agency\n"
+        "assert 'numpy' not in sys.modules and 'agent_agency.arbiter' not in sys.modules\n"
+        "from agent_agency import Router, register_strategy\n"
+        "assert Router.__module__ == 'agent_agency.arbiter.router'\n"
+        "try:\n"
+        "    agent_agency.Rooter\n"
+        "except AttributeError as error:\n"
+        "    assert \"has no attribute 'Rooter'\" in str(error)\n"
+        "else:\n"
+        "    raise SystemExit('no AttributeError')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
