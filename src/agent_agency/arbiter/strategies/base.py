@@ -67,7 +67,8 @@ class Candidates:
     share of its max concurrency in [0, 1]; `rows`, the candidates' positions in the configured
     order (smaller is earlier); `quality_weight`, w in the reward (1 - w)·success + w·quality;
     `rng`, the router's random generator, the only randomness a strategy should use (decisions
-    are then reproducible from the router's seed). The methods compute on first use.
+    are then reproducible from the router's seed). The methods compute what they return when
+    called (evidence, mean reward and features once per decision).
     """
 
     __slots__ = (
