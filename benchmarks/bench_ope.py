@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from agent_agency.arbiter.features import routing_request
 from agent_agency.arbiter.ope import LoggedOutcome, evaluate_policy, replay_policy
 from agent_agency.arbiter.router import Router
 from agent_agency.arbiter.settings import RoutingSettings
@@ -24,8 +25,10 @@ AGENTS, TYPES, DECISIONS, LOGS = 4, 3, 300, 100
 def main() -> None:
     rates = np.random.default_rng(123).uniform(0.1, 0.9, size=(AGENTS, TYPES))
     agents = [AgentSpec(name=f"a{i}") for i in range(AGENTS)]
-    tasks = [
-        Task(id=f"t{k}", type=f"type{k}", prompt="p", grader=GraderSpec(kind="exact"))
+    requests = [
+        routing_request(
+            Task(id=f"t{k}", type=f"type{k}", prompt="p", grader=GraderSpec(kind="exact"))
+        )
         for k in range(TYPES)
     ]
     truth = {"fallback": float(rates[0].mean()), "uniform": float(rates.mean())}
@@ -36,14 +39,14 @@ def main() -> None:
     errors = {key: [] for key in covered}
     for seed in range(LOGS):
         rng = np.random.default_rng(seed)
-        router = Router(logging_settings.model_copy(update={"seed": seed}), agents)
+        router = Router(agents, settings=logging_settings.model_copy(update={"seed": seed}))
         logs = []
         for _ in range(DECISIONS):
             k = int(rng.integers(TYPES))
-            decision = router.decide(tasks[k])
+            decision = router.decide(requests[k])
             a = int(decision.selected_agent[1:].split("@")[0])
             success = bool(rng.random() < rates[a, k])
-            router.update(decision.selected_agent, tasks[k], success=success, quality=1.0 * success)
+            router.update(decision, success=success, quality=1.0 * success)
             logs.append(LoggedOutcome(decision=decision, success=success, quality=1.0 * success))
         targets = {
             "fallback": replay_policy(RoutingStrategy.FALLBACK, logging_settings, agents),

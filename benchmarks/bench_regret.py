@@ -29,6 +29,7 @@ import time
 import numpy as np
 from mabwiser.mab import MAB, LearningPolicy
 
+from agent_agency.arbiter.features import routing_request
 from agent_agency.arbiter.router import Router
 from agent_agency.arbiter.settings import RoutingSettings
 from agent_agency.records import AgentSpec, GraderSpec, RoutingStrategy, Task
@@ -87,18 +88,19 @@ def run_ours(strategy: RoutingStrategy, seed: int) -> np.ndarray:
     rates, kinds, luck = environment(seed)
     agents = [AgentSpec(name=f"a{i}") for i in range(AGENTS)]
     settings = RoutingSettings(strategy=strategy, quality_weight=0.0, seed=policy_seed(seed))
-    router = Router(settings, agents)
-    tasks = [
-        Task(id=f"t{k}", type=f"type{k}", prompt="p", grader=GraderSpec(kind="exact"))
+    router = Router(agents, settings=settings)
+    requests = [
+        routing_request(
+            Task(id=f"t{k}", type=f"type{k}", prompt="p", grader=GraderSpec(kind="exact"))
+        )
         for k in range(TYPES)
     ]
     chosen = np.zeros(ROUNDS, dtype=int)
     for r in range(ROUNDS):
-        task = tasks[kinds[r]]
-        agent = router.decide(task).selected_agent
-        a = int(agent[1:].split("@")[0])
+        decision = router.decide(requests[kinds[r]])
+        a = int(decision.selected_agent[1:].split("@")[0])
         success = bool(luck[r, a] < rates[a, kinds[r]])
-        router.update(agent, task, success=success, quality=float(success))
+        router.update(decision, success=success, quality=float(success))
         chosen[r] = a
     return chosen
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import insert
 
+from agent_agency.arbiter.features import routing_request
 from agent_agency.arbiter.router import Router
 from agent_agency.arbiter.settings import RoutingSettings
 from agent_agency.pool.schema import agent_task_aggregates
@@ -92,14 +93,16 @@ def main() -> None:
         )
         for i in range(AGENTS)
     ]
-    tasks = [
-        Task(
-            id=f"t{j}",
-            type=f"type{j % TYPES}",
-            prompt="x" * int(rng.integers(10, 2000)),
-            requirements=list(rng.choice(CAPABILITIES, size=int(rng.integers(0, 2)))),
-            features={"budget": float(rng.random())},
-            grader=GraderSpec(kind="exact"),
+    requests = [
+        routing_request(
+            Task(
+                id=f"t{j}",
+                type=f"type{j % TYPES}",
+                prompt="x" * int(rng.integers(10, 2000)),
+                requirements=list(rng.choice(CAPABILITIES, size=int(rng.integers(0, 2)))),
+                features={"budget": float(rng.random())},
+                grader=GraderSpec(kind="exact"),
+            )
         )
         for j in range(DECISIONS + WARMUP)
     ]
@@ -124,7 +127,7 @@ def main() -> None:
     ]
     restore = ""
     for strategy in RoutingStrategy:
-        router = Router(RoutingSettings(strategy=strategy, seed=1), agents)
+        router = Router(agents, settings=RoutingSettings(strategy=strategy, seed=1))
         if strategy is RoutingStrategy.THOMPSON:
             read_s, warm_s = time_pool_restore(aggregates, router)
             restore = (
@@ -135,16 +138,16 @@ def main() -> None:
         else:
             router.warm_start(aggregates)
         decide_ns, decide_cpu_ns, update_ns = [], [], []
-        for j, task in enumerate(tasks):
+        for j, request in enumerate(requests):
             c0 = time.thread_time_ns()
             t0 = time.perf_counter_ns()
-            decision = router.decide(task, loads[j % len(loads)])
+            decision = router.decide(request, in_flight=loads[j % len(loads)])
             t1 = time.perf_counter_ns()
             c1 = time.thread_time_ns()
             agent = int(decision.selected_agent[5:].split("@")[0])
             success = bool(rng.random() < rates[agent, j % TYPES])
             t2 = time.perf_counter_ns()
-            router.update(decision.selected_agent, task, success=success, quality=float(success))
+            router.update(decision, success=success, quality=float(success))
             t3 = time.perf_counter_ns()
             if j >= WARMUP:
                 decide_ns.append(t1 - t0)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from sqlalchemy import insert
 
+from agent_agency.arbiter.features import routing_request
 from agent_agency.arbiter.router import Router
 from agent_agency.config import AgencyConfig, parse_config
 from agent_agency.pool.schema import agent_task_aggregates
@@ -66,7 +67,7 @@ def test_new_version_inherits_parent_evidence_and_restart_restores_state(tmp_pat
     task = RunRequest(second.model_copy(update={"run": first.run})).prepare().tasks[0]
     with Store.open(db) as store:
         router = build_router(second, store)
-    decision = router.decide(task)
+    decision = router.decide(routing_request(task))
     scores = {c.agent: c.performance_score for c in decision.candidates}
     # the parent's restored evidence (about 90% success over 24 tasks) carries over to v2
     assert scores["solver@2"] > 0.7
@@ -185,7 +186,7 @@ def _prior_tasks(config: AgencyConfig, url: str, agent: str) -> float:
     with Store.open(url) as store:
         router = build_router(config, store)
     arithmetic = RunRequest(config).prepare().tasks[0]
-    decision = router.decide(arithmetic, exclude=set(router.agents) - {agent})
+    decision = router.decide(routing_request(arithmetic), exclude=set(router.agents) - {agent})
     [worth] = [f for f in decision.secondary_factors if f.startswith("Prior from parent")] or [""]
     return float(worth.split("worth ")[1].split(" tasks")[0]) if worth else 0.0
 
@@ -231,10 +232,10 @@ def test_the_contextual_models_take_in_the_pool_once(tmp_path: Path) -> None:
     )
     with Store.open(url) as store:
         built = build_router(config, store)
-        once = Router(config.routing, config.team())
+        once = Router(config.team(), settings=config.routing)
         once.warm_start(store.task_aggregates())
-    assert np.array_equal(built._linear.a, once._linear.a)
-    assert np.array_equal(built._linear.b, once._linear.b)
+    assert np.array_equal(built._arms.linear.a, once._arms.linear.a)
+    assert np.array_equal(built._arms.linear.b, once._arms.linear.b)
 
 
 def test_task_type_names_no_task_of_the_run_has_are_warned_about() -> None:

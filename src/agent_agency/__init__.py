@@ -7,7 +7,8 @@ stays fast and loads neither the database layer nor a model::
 
 Stages: `Router` (which agent), `Arbiter` (route, run, grade, record), `Evaluator` (quality
 gates), `Tracker` (background recording), `Store` (the data pool); `load_config` reads
-`agency.yaml`; the rest are the typed records the stages exchange.
+`agency.yaml`; `register_*` plug in backends, routing strategies, gates, graders and tools of your
+own; the rest are the typed records the stages exchange.
 """
 
 from __future__ import annotations
@@ -26,6 +27,12 @@ _EXPORTS: dict[str, str] = {
     "load_config": "agent_agency.config",
     "AgencyConfig": "agent_agency.config",
     "ConfigError": "agent_agency.sections",
+    "NoAgentAvailable": "agent_agency.arbiter.router",
+    "register_backend": "agent_agency.agents.registry",
+    "register_gate": "agent_agency.caws.gates.registry",
+    "register_grader": "agent_agency.tasks.graders.registry",
+    "register_strategy": "agent_agency.arbiter.strategies.registry",
+    "register_tool": "agent_agency.tasks.tools",
     **{
         name: "agent_agency.records"
         for name in (
@@ -71,12 +78,21 @@ __all__ = [
     "ToolSpec",
     "Tracker",
     "load_config",
+    "NoAgentAvailable",
+    "register_backend",
+    "register_gate",
+    "register_grader",
+    "register_strategy",
+    "register_tool",
 ]
 
 if TYPE_CHECKING:
+    from agent_agency.agents.registry import register_backend
     from agent_agency.arbiter.arbiter import Arbiter
-    from agent_agency.arbiter.router import Router
+    from agent_agency.arbiter.router import NoAgentAvailable, Router
+    from agent_agency.arbiter.strategies.registry import register_strategy
     from agent_agency.caws.evaluator import Evaluator
+    from agent_agency.caws.gates.registry import register_gate
     from agent_agency.config import AgencyConfig, load_config
     from agent_agency.pool.store import Store
     from agent_agency.records import (
@@ -96,6 +112,8 @@ if TYPE_CHECKING:
         ToolSpec,
     )
     from agent_agency.sections import ConfigError
+    from agent_agency.tasks.graders.registry import register_grader
+    from agent_agency.tasks.tools import register_tool
     from agent_agency.tracking.tracker import Tracker
 
 

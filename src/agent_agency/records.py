@@ -360,13 +360,14 @@ class CandidateScore(Record):
 
 
 class RoutingRequest(Record):
-    """A task as the router saw it when asked to route it: the fields every routing record
-    (a decision, a refusal) logs about the task."""
+    """A task as the router saw it when asked to route it: what `Router.decide` takes, and the
+    fields every routing record (a decision, a refusal) logs about the task. `context` holds
+    numeric features for contextual routing (the prompt length under 'prompt_chars')."""
 
     id: RecordId = Field(default_factory=new_id)
     timestamp: datetime = Field(default_factory=utcnow)
-    task_id: TaskId
-    task_type: TaskType
+    task_id: TaskId = Field(default_factory=new_id, description="a fresh id when not given")
+    task_type: Annotated[TaskType, AfterValidator(_not_blank)]
     complexity: Complexity = Complexity.STANDARD
     requirements: list[str] = Field(default_factory=list)
     context: dict[str, float] = Field(default_factory=dict)
@@ -375,6 +376,7 @@ class RoutingRequest(Record):
 class RoutingDecision(RoutingRequest):
     """The seed's RoutingDecisionLog: what was chosen, why, and with what probability."""
 
+    task_id: TaskId  # a logged decision names its task
     selected_agent: AgentKey
     strategy: str = Field(max_length=STRATEGY_MAX)
     confidence: float = Field(ge=0.0, le=1.0)
@@ -392,6 +394,7 @@ class RoutingRefusal(RoutingRequest):
     pool's data points and the router's warm start never see it). A fallback that runs out of
     agents is no refusal: its executions say why the task failed."""
 
+    task_id: TaskId  # a logged refusal names its task
     strategy: str = Field(max_length=STRATEGY_MAX)
     open_breakers: list[AgentKey] = Field(
         default_factory=list, description="agents behind an open circuit breaker"

@@ -149,7 +149,7 @@ def build_router(config: AgencyConfig, store: Store) -> Router:
     (`parent`: a configured agent's `name@version`, or its `name`) gets its parent's restored
     evidence, scaled by `routing.inherit_prior_weight`, as its prior, whether or not the parent
     is in the team; the grandparent's counts with the weight squared, and so on up the chain."""
-    router = Router(config.routing, config.team())
+    router = Router(config.team(), settings=config.routing)
     aggregates = store.task_aggregates()
     router.warm_start(aggregates)
     by_agent: dict[str, list[ArmAggregate]] = defaultdict(list)

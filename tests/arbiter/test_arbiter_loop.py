@@ -30,6 +30,7 @@ from agent_agency.records import (
     Evaluation,
     Execution,
     Iteration,
+    RoutingDecision,
     RoutingStrategy,
     Task,
 )
@@ -82,7 +83,7 @@ def arbiter_for(
     return Arbiter(
         config,
         backends=built,
-        router=router or Router(config.routing, team),
+        router=router or Router(team, settings=config.routing),
         evaluator=Evaluator(config.evaluation, judges),
         tracker=tracker,
     )
@@ -92,12 +93,14 @@ class RecordingRouter(Router):
     """The real router, remembering each (agent, success) its bandit learns."""
 
     def __init__(self, config: AgencyConfig) -> None:
-        super().__init__(config.routing, config.team())
+        super().__init__(config.team(), settings=config.routing)
         self.learned: list[tuple[str, bool]] = []
 
-    def update(self, agent: str, task: Task, *, success: bool, quality: float) -> None:
-        self.learned.append((agent, success))
-        super().update(agent, task, success=success, quality=quality)
+    def update(
+        self, decision: RoutingDecision, *, success: bool, quality: float | None = None
+    ) -> bool:
+        self.learned.append((decision.selected_agent, success))
+        return super().update(decision, success=success, quality=quality)
 
 
 def hung_judge(tasks: Sequence[Task], timeout_s: float) -> Judge:
@@ -310,7 +313,7 @@ def test_grading_calls_share_the_judge_agents_slots(tasks: list[Task]) -> None:
     arbiter = Arbiter(
         config,
         backends={spec.key: probe},
-        router=Router(config.routing, config.team()),
+        router=Router(config.team(), settings=config.routing),
         evaluator=Evaluator(config.evaluation, [judge]),
         slots=slots,
     )
@@ -376,7 +379,7 @@ def test_a_task_refused_with_every_breaker_open_is_recorded_as_a_refusal_and_no_
     config = scripted_config(
         routing={"seed": 1, "breaker": {"failure_threshold": 1, "cooldown_s": 60}}
     )
-    router = Router(config.routing, config.team(), clock=lambda: 0.0)
+    router = Router(config.team(), settings=config.routing, clock=lambda: 0.0)
     for agent in router.agents:
         router.report_call(agent, ok=False)
     with Tracker(store, spill_dir=tmp_path, audit=audit) as tracker:
@@ -450,7 +453,7 @@ def test_arbiter_needs_a_backend_per_agent(tasks: list[Task]) -> None:
         Arbiter(
             config,
             backends={"good@1": ScriptedBackend(team[0], tasks)},
-            router=Router(config.routing, team),
+            router=Router(team, settings=config.routing),
             evaluator=Evaluator(config.evaluation),
         )
 
@@ -510,7 +513,8 @@ def test_data_point_pairs_the_final_execution_with_its_own_evaluation(tasks: lis
     }
     arbiter = arbiter_for(config, tasks, backends=backends)
     arbiter.router = Router(
-        config.routing.model_copy(update={"strategy": RoutingStrategy.FALLBACK}), [first, second]
+        [first, second],
+        settings=config.routing.model_copy(update={"strategy": RoutingStrategy.FALLBACK}),
     )
     arithmetic = next(task for task in tasks if task.type == "arithmetic")
     outcome = asyncio.run(arbiter.execute(arithmetic))

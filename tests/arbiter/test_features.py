@@ -2,16 +2,18 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 from agent_agency.arbiter.features import (
     FeatureLayout,
     decision_context,
-    logged_features,
+    request_features,
+    routing_request,
     squash,
-    task_features,
 )
-from agent_agency.records import Complexity, GraderSpec, Task
+from agent_agency.records import Complexity, GraderSpec, RoutingDecision, RoutingRequest, Task
 
 
 def _task(task_type: str, features: dict[str, float]) -> Task:
@@ -26,10 +28,14 @@ def _task(task_type: str, features: dict[str, float]) -> Task:
     )
 
 
+def _features(task: Task, layout: FeatureLayout) -> npt.NDArray[np.float64]:
+    return request_features(routing_request(task), layout)
+
+
 def test_layout_places_every_attribute() -> None:
     layout = FeatureLayout(["math", "code"], ["tokens"], hash_buckets=2)
     assert layout.dim == 1 + 2 + 2 + 3 + 1 + 2
-    x = task_features(_task("code", {"tokens": 3.0}), layout)
+    x = _features(_task("code", {"tokens": 3.0}), layout)
     # bias, code (sorted: code, math), then hashed types, complexity, requirements, prompt length
     assert x[:3].tolist() == [1.0, 1.0, 0.0]
     assert x[3:5].tolist() == [0.0, 0.0]
@@ -40,18 +46,35 @@ def test_layout_places_every_attribute() -> None:
 
 def test_unseen_types_and_features_hash_into_buckets() -> None:
     layout = FeatureLayout([], [], hash_buckets=4)
-    x = task_features(_task("poetry", {"a": 1.0, "b": 2.0}), layout)
+    x = _features(_task("poetry", {"a": 1.0, "b": 2.0}), layout)
     assert x[1:5].sum() == 1.0
     assert x[8:].sum() == pytest.approx(math.log1p(1.0) + math.log1p(2.0))
-    again = task_features(_task("poetry", {"a": 1.0, "b": 2.0}), layout)
+    again = _features(_task("poetry", {"a": 1.0, "b": 2.0}), layout)
     assert (x == again).all(), "the hash is stable"
 
 
-def test_logged_context_rebuilds_the_same_vector() -> None:
+def test_a_logged_decision_rebuilds_the_vector_of_its_request() -> None:
     layout = FeatureLayout(["code"], ["tokens"], hash_buckets=3)
-    task = _task("code", {"tokens": 5.0, "extra": 1.5})
-    rebuilt = logged_features(layout, "code", Complexity.COMPLEX, 2, decision_context(task))
-    assert (rebuilt == task_features(task, layout)).all()
+    request = routing_request(_task("code", {"tokens": 5.0, "extra": 1.5}))
+    assert request.context == {"tokens": 5.0, "extra": 1.5, "prompt_chars": 99.0}
+    logged = RoutingDecision.model_validate_json(
+        RoutingDecision(
+            **request.model_dump(),
+            selected_agent="a@1",
+            strategy="thompson",
+            confidence=1.0,
+            propensity=1.0,
+            primary_reason="only agent",
+        ).model_dump_json()
+    )
+    assert (request_features(logged, layout) == request_features(request, layout)).all()
+
+
+def test_a_light_request_has_no_prompt_length() -> None:
+    layout = FeatureLayout(["code"], ["tokens"], hash_buckets=1)
+    x = request_features(RoutingRequest(task_type="code", context={"tokens": 3.0}), layout)
+    # bias, code, hashed type, complexity (standard), requirements, prompt length, tokens, other
+    assert x.tolist() == pytest.approx([1.0, 1.0, 0.0, 0.5, 0.0, 0.0, math.log1p(3.0), 0.0])
 
 
 def test_bucket_count_must_be_positive() -> None:
@@ -61,7 +84,7 @@ def test_bucket_count_must_be_positive() -> None:
 
 def test_features_of_any_scale_enter_as_a_signed_log() -> None:
     layout = FeatureLayout([], ["big", "neg", "zero"], hash_buckets=1)
-    x = task_features(_task("code", {"big": 1e300, "neg": -5.0, "zero": 0.0}), layout)
+    x = _features(_task("code", {"big": 1e300, "neg": -5.0, "zero": 0.0}), layout)
     assert x[5:8].tolist() == pytest.approx([math.log1p(1e300), -math.log1p(5.0), 0.0])
     assert abs(x).max() < 700
     assert [squash(v) for v in (-1e9, -1.0, 0.0, 2.0, 1e9)] == sorted(

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 from pydantic import ValidationError
-from routing_helpers import agents, settings, task
+from routing_helpers import agents, request, settings
 
 from agent_agency.arbiter.ope import LoggedOutcome, evaluate_policy, replay_policy
 from agent_agency.arbiter.router import Router
@@ -181,13 +181,13 @@ def test_bad_logs_and_policies_are_named() -> None:
 def test_replayed_strategy_on_thompson_logs_covers_its_true_value() -> None:
     """Logs from Thompson sampling; the target always routes to a@1, whose true value is 0.3."""
     rates = {"a@1": 0.3, "b@1": 0.7, "c@1": 0.5}
-    logging = Router(settings(quality_weight=0.0), agents("a", "b", "c"))
+    logging = Router(agents("a", "b", "c"), settings=settings(quality_weight=0.0))
     rng = np.random.default_rng(4)
     logs = []
     for i in range(400):
-        decision = logging.decide(task(task_id=str(i)))
+        decision = logging.decide(request(task_id=str(i)))
         success = bool(rng.random() < rates[decision.selected_agent])
-        logging.update(decision.selected_agent, task(), success=success, quality=float(success))
+        logging.update(decision, success=success, quality=float(success))
         logs.append(LoggedOutcome(decision=decision, success=success, quality=float(success)))
     target = replay_policy(
         RoutingStrategy.FALLBACK, settings(quality_weight=0.0), agents("a", "b", "c")
@@ -202,13 +202,15 @@ def test_replayed_strategy_on_thompson_logs_covers_its_true_value() -> None:
 def _uniformly_logged(rates: dict[str, float], decisions: int, seed: int) -> list[LoggedOutcome]:
     """Decisions of a uniformly random router (ε-greedy with ε = 1) and their outcomes."""
     logging = Router(
-        settings(RoutingStrategy.EPSILON_GREEDY, epsilon=1.0, epsilon_decay=1.0, seed=seed),
         agents(*(key.split("@")[0] for key in rates)),
+        settings=settings(
+            RoutingStrategy.EPSILON_GREEDY, epsilon=1.0, epsilon_decay=1.0, seed=seed
+        ),
     )
     rng = np.random.default_rng(seed + 1000)
     logs = []
     for i in range(decisions):
-        decision = logging.decide(task(task_id=str(i)))
+        decision = logging.decide(request(task_id=str(i)))
         success = bool(rng.random() < rates[decision.selected_agent])
         logs.append(LoggedOutcome(decision=decision, success=success, quality=float(success)))
     return logs
@@ -218,12 +220,12 @@ def _online_value(strategy: RoutingStrategy, rates: dict[str, float], rounds: in
     """The mean reward of `strategy` routing `rounds` tasks itself, over 60 runs."""
     total = 0.0
     for seed in range(60):
-        router = Router(settings(strategy, quality_weight=0.0, seed=seed), agents(*"abc"))
+        router = Router(agents(*"abc"), settings=settings(strategy, quality_weight=0.0, seed=seed))
         rng = np.random.default_rng(seed)
         for i in range(rounds):
-            decision = router.decide(task(task_id=str(i)))
+            decision = router.decide(request(task_id=str(i)))
             success = bool(rng.random() < rates[decision.selected_agent])
-            router.update(decision.selected_agent, task(), success=success, quality=float(success))
+            router.update(decision, success=success, quality=float(success))
             total += success
     return total / (60 * rounds)
 
@@ -261,15 +263,15 @@ def test_replayed_epsilon_greedy_decays_with_the_decisions_it_made() -> None:
 def test_replayed_thompson_gives_each_agent_its_own_probability_in_any_order() -> None:
     """The logging router had the team as run.agents ordered it, the replay the configured
     order: each probability still belongs to the agent it is given for."""
-    logging = Router(settings(quality_weight=0.0), agents("bad", "good"))
+    logging = Router(agents("bad", "good"), settings=settings(quality_weight=0.0))
     target = replay_policy(
         RoutingStrategy.THOMPSON, settings(quality_weight=0.0), agents("good", "bad")
     )
     last = []
     for i in range(300):
-        decision = logging.decide(task(task_id=str(i)))
+        decision = logging.decide(request(task_id=str(i)))
         success = decision.selected_agent == "good@1"
-        logging.update(decision.selected_agent, task(), success=success, quality=float(success))
+        logging.update(decision, success=success, quality=float(success))
         probabilities = target(
             LoggedOutcome(decision=decision, success=success, quality=1.0 * success)
         )

@@ -5,9 +5,10 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 from pydantic import ValidationError
-from routing_helpers import agents, settings, task
+from routing_helpers import agents, chosen, request, settings, task
 
 from agent_agency.arbiter.breaker import BreakerState
+from agent_agency.arbiter.features import request_features, routing_request
 from agent_agency.arbiter.router import NoAgentAvailable, Router
 from agent_agency.arbiter.settings import RoutingSettings
 from agent_agency.config import parse_config
@@ -38,13 +39,13 @@ class FakeClock:
 def _learn(strategy: RoutingStrategy, rounds: int = 1500) -> float:
     """Share of the last 300 rounds routed to the best of three simulated agents."""
     rates = {"a@1": 0.3, "b@1": 0.8, "c@1": 0.5}
-    router = Router(settings(strategy, quality_weight=0.0), agents("a", "b", "c"))
+    router = Router(agents("a", "b", "c"), settings=settings(strategy, quality_weight=0.0))
     rng = np.random.default_rng(3)
     best = 0
     for i in range(rounds):
-        decision = router.decide(task(task_id=str(i)))
+        decision = router.decide(request(task_id=str(i)))
         success = bool(rng.random() < rates[decision.selected_agent])
-        router.update(decision.selected_agent, task(), success=success, quality=float(success))
+        router.update(decision, success=success, quality=float(success))
         best += i >= rounds - 300 and decision.selected_agent == "b@1"
     return best / 300
 
@@ -65,8 +66,8 @@ def test_learning_strategies_find_the_best_agent(strategy: RoutingStrategy) -> N
 
 @pytest.mark.parametrize("strategy", ALL)
 def test_every_candidate_is_scored_and_propensities_sum_to_one(strategy: RoutingStrategy) -> None:
-    router = Router(settings(strategy), agents("a", "b", "c"))
-    decision = router.decide(task(), in_flight={"a@1": 1})
+    router = Router(agents("a", "b", "c"), settings=settings(strategy))
+    decision = router.decide(request(), in_flight={"a@1": 1})
     assert [c.agent for c in decision.candidates] == ["a@1", "b@1", "c@1"]
     assert sum(c.propensity for c in decision.candidates) == pytest.approx(1.0)
     chosen = next(c for c in decision.candidates if c.agent == decision.selected_agent)
@@ -82,7 +83,7 @@ def test_every_candidate_is_scored_and_propensities_sum_to_one(strategy: Routing
 def test_thompson_propensity_is_the_real_selection_frequency() -> None:
     """Each decision's propensity is the probability it was made with: over many decisions an
     agent's count matches the sum of its logged propensities, within sampling error."""
-    router = Router(settings(quality_weight=0.0), agents("a", "b", "c"))
+    router = Router(agents("a", "b", "c"), settings=settings(quality_weight=0.0))
     router.warm_start(
         [Aggregate("a@1", "code", 10, 5, 5, 5), Aggregate("b@1", "code", 10, 7, 7, 7)]
     )
@@ -90,7 +91,7 @@ def test_thompson_propensity_is_the_real_selection_frequency() -> None:
     expected = dict.fromkeys(router.agents, 0.0)
     variance = dict.fromkeys(router.agents, 0.0)
     for _ in range(4000):
-        decision = router.decide(task())
+        decision = router.decide(request())
         counts[decision.selected_agent] += 1
         for candidate in decision.candidates:
             expected[candidate.agent] += candidate.propensity
@@ -105,19 +106,19 @@ def test_thompson_propensity_is_the_real_selection_frequency() -> None:
 
 def test_epsilon_greedy_propensity_is_exact() -> None:
     router = Router(
-        settings(RoutingStrategy.EPSILON_GREEDY, epsilon=0.3, epsilon_decay=1.0),
         agents("a", "b", "c"),
+        settings=settings(RoutingStrategy.EPSILON_GREEDY, epsilon=0.3, epsilon_decay=1.0),
     )
     router.warm_start([Aggregate("b@1", "code", 20, 18, 18, 18)])
-    decision = router.decide(task())
+    decision = router.decide(request())
     probabilities = {c.agent: c.propensity for c in decision.candidates}
     assert probabilities == pytest.approx({"a@1": 0.1, "b@1": 0.8, "c@1": 0.1})
 
 
 def test_ucb_tries_untried_agents_first_with_uniform_ties() -> None:
-    router = Router(settings(RoutingStrategy.UCB1), agents("a", "b", "c"))
-    router.update("a@1", task(), success=True, quality=1.0)
-    decision = router.decide(task())
+    router = Router(agents("a", "b", "c"), settings=settings(RoutingStrategy.UCB1))
+    router.update(chosen("a@1"), success=True, quality=1.0)
+    decision = router.decide(request())
     probabilities = {c.agent: c.propensity for c in decision.candidates}
     assert probabilities == pytest.approx({"a@1": 0.0, "b@1": 0.5, "c@1": 0.5})
 
@@ -128,84 +129,88 @@ def test_capability_filter_and_fallback_to_all_agents() -> None:
         AgentSpec(name="mathy", capabilities=["math"]),
         AgentSpec(name="generalist", capabilities=["code", "math", "tools", "text"]),
     ]
-    router = Router(settings(RoutingStrategy.CAPABILITY), team)
-    decision = router.decide(task(requirements=("code", "tools")))
+    router = Router(team, settings=settings(RoutingStrategy.CAPABILITY))
+    decision = router.decide(request(requirements=("code", "tools")))
     assert {c.agent for c in decision.candidates} == {"coder@1", "generalist@1"}
     assert decision.selected_agent == "coder@1", "the closest match has the fewest extras"
     assert decision.propensity == 1.0
-    nobody = router.decide(task(requirements=("vision",)))
+    nobody = router.decide(request(requirements=("vision",)))
     assert len(nobody.candidates) == 3
     assert any("No agent declares every requirement" in f for f in nobody.secondary_factors)
     assert {c.capability_score for c in nobody.candidates} == {0.0}
 
 
 def test_load_limits_and_backpressure() -> None:
-    router = Router(settings(RoutingStrategy.THOMPSON), agents("a", "b", "c", limit=2))
-    decision = router.decide(task(), in_flight={"a@1": 2, "b@1": 2})
+    router = Router(agents("a", "b", "c", limit=2), settings=settings(RoutingStrategy.THOMPSON))
+    decision = router.decide(request(), in_flight={"a@1": 2, "b@1": 2})
     assert decision.selected_agent == "c@1"
     assert [c.agent for c in decision.candidates] == ["c@1"]
     assert any("At max concurrency: a@1, b@1" in f for f in decision.secondary_factors)
-    everyone_full = router.decide(task(), in_flight={"a@1": 2, "b@1": 3, "c@1": 2})
+    everyone_full = router.decide(request(), in_flight={"a@1": 2, "b@1": 3, "c@1": 2})
     assert {c.agent for c in everyone_full.candidates} == {"a@1", "c@1"}
     assert any("least loaded" in f for f in everyone_full.secondary_factors)
-    balanced = Router(settings(RoutingStrategy.LOAD_BALANCE), agents("a", "b", "c", limit=4))
-    assert balanced.decide(task(), in_flight={"a@1": 3, "b@1": 1, "c@1": 2}).selected_agent == "b@1"
+    balanced = Router(
+        agents("a", "b", "c", limit=4), settings=settings(RoutingStrategy.LOAD_BALANCE)
+    )
+    assert (
+        balanced.decide(request(), in_flight={"a@1": 3, "b@1": 1, "c@1": 2}).selected_agent == "b@1"
+    )
 
 
 def test_fallback_strategy_follows_configured_order_and_exclusions() -> None:
-    router = Router(settings(RoutingStrategy.FALLBACK), agents("first", "second", "third"))
-    assert router.decide(task()).selected_agent == "first@1"
-    retry = router.decide(task(), exclude={"first@1"}, fallback_of="first@1")
+    router = Router(agents("first", "second", "third"), settings=settings(RoutingStrategy.FALLBACK))
+    assert router.decide(request()).selected_agent == "first@1"
+    retry = router.decide(request(), exclude={"first@1"}, fallback_of="first@1")
     assert retry.selected_agent == "second@1"
     assert retry.fallback_of == "first@1"
     assert retry.secondary_factors[0].startswith("Fallback: first@1 failed")
     with pytest.raises(NoAgentAvailable, match="excluded: first@1, second@1, third@1"):
-        router.decide(task(), exclude=["first@1", "second@1", "third@1"])
+        router.decide(request(), exclude=["first@1", "second@1", "third@1"])
 
 
 def test_open_breaker_excludes_agent_and_half_open_lets_one_probe() -> None:
     clock = FakeClock()
     routing = settings(RoutingStrategy.FALLBACK, breaker={"failure_threshold": 2, "cooldown_s": 30})
-    router = Router(routing, agents("a", "b"), clock=clock)
+    router = Router(agents("a", "b"), settings=routing, clock=clock)
     router.report_call("a@1", ok=False)
-    assert router.decide(task()).selected_agent == "a@1"
+    assert router.decide(request()).selected_agent == "a@1"
     router.report_call("a@1", ok=False)
     assert router.breaker_state("a@1") is BreakerState.OPEN
-    shunned = router.decide(task())
+    shunned = router.decide(request())
     assert shunned.selected_agent == "b@1"
     assert any("Circuit breaker open: a@1" in f for f in shunned.secondary_factors)
     clock.now = 30.0
-    probe = router.decide(task())
+    probe = router.decide(request())
     assert probe.selected_agent == "a@1"
     assert any("Probe call" in f for f in probe.secondary_factors)
-    assert router.decide(task()).selected_agent == "b@1", "one probe at a time"
+    assert router.decide(request()).selected_agent == "b@1", "one probe at a time"
     router.report_call("a@1", ok=True)
     assert router.breaker_state("a@1") is BreakerState.CLOSED
-    assert router.decide(task()).selected_agent == "a@1"
+    assert router.decide(request()).selected_agent == "a@1"
 
 
 def test_tasks_refused_for_the_same_cause_share_one_reason() -> None:
     routing = settings(RoutingStrategy.FALLBACK, breaker={"failure_threshold": 1, "cooldown_s": 30})
-    router = Router(routing, agents("a"), clock=FakeClock())
+    router = Router(agents("a"), settings=routing, clock=FakeClock())
     router.report_call("a@1", ok=False)
     reasons = set()
     for task_id in ("t1", "t2"):
         with pytest.raises(NoAgentAvailable) as refused:
-            router.decide(task(task_id=task_id))
+            router.decide(request(task_id=task_id))
         reasons.add(str(refused.value))
     assert reasons == {"no agent available (excluded: none; circuit open: a@1)"}
 
 
 def test_a_refusal_records_the_task_and_why_no_agent_was_available() -> None:
     routing = settings(RoutingStrategy.FALLBACK, breaker={"failure_threshold": 1, "cooldown_s": 30})
-    router = Router(routing, agents("a", "b"), clock=FakeClock())
+    router = Router(agents("a", "b"), settings=routing, clock=FakeClock())
     router.report_call("b@1", ok=False)
-    refused_task = task(requirements=("python",), task_id="t9")
+    refused_task = request(requirements=("python",), task_id="t9")
     with pytest.raises(NoAgentAvailable) as refused:
         router.decide(refused_task, exclude=["a@1"])
     refusal = refused.value.refusal
     assert (refusal.task_id, refusal.task_type, refusal.requirements) == ("t9", "code", ["python"])
-    assert refusal.context == router.view(refused_task).context
+    assert refusal.context == refused_task.context
     assert refusal.strategy == "fallback"
     assert (refusal.excluded, refusal.open_breakers) == (["a@1"], ["b@1"])
     assert refusal.reason == str(refused.value)
@@ -213,7 +218,7 @@ def test_a_refusal_records_the_task_and_why_no_agent_was_available() -> None:
 
 
 def test_warm_start_restores_evidence_and_explains_it() -> None:
-    router = Router(settings(RoutingStrategy.UCB1, quality_weight=0.0), agents("a", "b"))
+    router = Router(agents("a", "b"), settings=settings(RoutingStrategy.UCB1, quality_weight=0.0))
     restored = router.warm_start(
         [
             Aggregate("a@1", "code", 40, 34, 30.0, 25.0),
@@ -222,7 +227,7 @@ def test_warm_start_restores_evidence_and_explains_it() -> None:
         ]
     )
     assert restored == 2
-    decision = router.decide(task())
+    decision = router.decide(request())
     assert decision.selected_agent == "a@1"
     assert decision.primary_reason == "Best success rate for code: 85% over 40 tasks"
     by_agent = {c.agent: c.performance_score for c in decision.candidates}
@@ -230,17 +235,17 @@ def test_warm_start_restores_evidence_and_explains_it() -> None:
 
 
 def test_warm_start_rejects_impossible_aggregates() -> None:
-    router = Router(settings(), agents("a"))
+    router = Router(agents("a"), settings=settings())
     with pytest.raises(ValueError, match="aggregate a@1/code: successes must be in"):
         router.warm_start([Aggregate("a@1", "code", 3, 5, 1.0, 1.0)])
 
 
 def test_new_version_inherits_a_scaled_prior_from_its_parent() -> None:
-    router = Router(settings(inherit_prior_weight=0.5, quality_weight=0.0), agents("a"))
+    router = Router(agents("a"), settings=settings(inherit_prior_weight=0.5, quality_weight=0.0))
     router.warm_start([Aggregate("a@1", "code", 40, 36, 36.0, 36.0)])
     router.add_agent(AgentSpec(name="a", version="2"), inherit_from="a@1")
     router.add_agent(AgentSpec(name="fresh"))
-    decision = router.decide(task(), exclude={"a@1"})
+    decision = router.decide(request(), exclude={"a@1"})
     scores = {c.agent: c.performance_score for c in decision.candidates}
     assert scores["a@2"] == pytest.approx((18 + 1) / (20 + 2))
     assert scores["fresh@1"] == pytest.approx(0.5)
@@ -252,21 +257,21 @@ def test_new_version_inherits_a_scaled_prior_from_its_parent() -> None:
 
 def test_per_task_type_strategy() -> None:
     routing = settings(RoutingStrategy.THOMPSON, per_task_type={"math": "fallback"})
-    router = Router(routing, agents("a", "b"))
-    assert router.decide(task("math")).strategy == "fallback"
-    assert router.decide(task("code")).strategy == "thompson"
+    router = Router(agents("a", "b"), settings=routing)
+    assert router.decide(request("math")).strategy == "fallback"
+    assert router.decide(request("code")).strategy == "thompson"
 
 
 def test_bad_input_is_named() -> None:
-    router = Router(settings(), agents("a"))
+    router = Router(agents("a"), settings=settings())
     with pytest.raises(ValueError, match=r"in_flight\['a@1'\]: must be >= 0"):
-        router.decide(task(), in_flight={"a@1": -1})
+        router.decide(request(), in_flight={"a@1": -1})
     with pytest.raises(KeyError, match="in_flight: unknown agent 'zz@1'"):
-        router.decide(task(), in_flight={"zz@1": 0})
+        router.decide(request(), in_flight={"zz@1": 0})
     with pytest.raises(ValueError, match=r"quality: must be in \[0, 1\]"):
-        router.update("a@1", task(), success=True, quality=1.5)
+        router.update(chosen("a@1"), success=True, quality=1.5)
     with pytest.raises(ValueError, match="agents: the router needs at least one agent"):
-        Router(settings(), [])
+        Router([], settings=settings())
 
 
 def test_bad_routing_config_gives_clear_errors() -> None:
@@ -287,20 +292,20 @@ def test_logged_thompson_propensities_reweight_correctly_while_learning() -> Non
     number of decisions where p(a) > 0 in units of its standard deviation.
     """
     rates = {"a@1": 0.45, "b@1": 0.5, "c@1": 0.55}
-    router = Router(settings(quality_weight=0.0), agents(*"abc"))
+    router = Router(agents(*"abc"), settings=settings(quality_weight=0.0))
     rng = np.random.default_rng(11)
     weighted = dict.fromkeys(rates, 0.0)
     expected = dict.fromkeys(rates, 0.0)
     variance = dict.fromkeys(rates, 0.0)
     for i in range(3000):
-        decision = router.decide(task(task_id=str(i)))
+        decision = router.decide(request(task_id=str(i)))
         for candidate in decision.candidates:
             if candidate.propensity > 0:
                 expected[candidate.agent] += 1
                 variance[candidate.agent] += 1 / candidate.propensity - 1
         weighted[decision.selected_agent] += 1 / decision.propensity
         success = bool(rng.random() < rates[decision.selected_agent])
-        router.update(decision.selected_agent, task(), success=success, quality=float(success))
+        router.update(decision, success=success, quality=float(success))
     for key in rates:
         assert expected[key] > 100, "every agent must keep a chance of being explored"
         z = (weighted[key] - expected[key]) / np.sqrt(max(variance[key], 1e-9))
@@ -309,10 +314,12 @@ def test_logged_thompson_propensities_reweight_correctly_while_learning() -> Non
 
 def test_every_candidate_of_a_large_decision_is_filled_and_the_top_ones_explained() -> None:
     keys = [f"x{i}" for i in range(30)]
-    router = Router(settings(RoutingStrategy.UCB1, quality_weight=0.0), agents(*keys, limit=8))
+    router = Router(
+        agents(*keys, limit=8), settings=settings(RoutingStrategy.UCB1, quality_weight=0.0)
+    )
     router.warm_start([Aggregate(f"x{i}@1", "code", 50, 10 + i, 0.0, 0.0) for i in range(30)])
     loads = {f"x{i}@1": i % 8 for i in range(30)}
-    decision = router.decide(task(), in_flight=loads)
+    decision = router.decide(request(), in_flight=loads)
     assert len(decision.candidates) == 30
     by_score = sorted(decision.candidates, key=lambda c: -c.final_score)
     assert decision.selected_agent == by_score[0].agent == "x29@1"
@@ -332,15 +339,15 @@ def test_every_candidate_of_a_large_decision_is_filled_and_the_top_ones_explaine
 
 
 def test_in_flight_loads_are_matched_to_agents_and_checked_in_order() -> None:
-    router = Router(settings(RoutingStrategy.LOAD_BALANCE), agents("a", "b", "c", limit=4))
-    decision = router.decide(task(), in_flight={"c@1": 3, "a@1": 1, "b@1": 0})
+    router = Router(agents("a", "b", "c", limit=4), settings=settings(RoutingStrategy.LOAD_BALANCE))
+    decision = router.decide(request(), in_flight={"c@1": 3, "a@1": 1, "b@1": 0})
     loads = {c.agent: c.load_score for c in decision.candidates}
     assert loads == {"a@1": 0.75, "b@1": 1.0, "c@1": 0.25}
     assert decision.selected_agent == "b@1"
     with pytest.raises(KeyError, match="in_flight: unknown agent 'zz@1'"):
-        router.decide(task(), in_flight={"a@1": 1, "zz@1": 0, "b@1": -2})
+        router.decide(request(), in_flight={"a@1": 1, "zz@1": 0, "b@1": -2})
     with pytest.raises(ValueError, match=r"in_flight\['b@1'\]: must be >= 0, got -2"):
-        router.decide(task(), in_flight={"a@1": 1, "b@1": -2, "zz@1": 0})
+        router.decide(request(), in_flight={"a@1": 1, "b@1": -2, "zz@1": 0})
 
 
 def test_an_agent_whose_cached_draws_all_lost_is_still_explored() -> None:
@@ -349,14 +356,14 @@ def test_an_agent_whose_cached_draws_all_lost_is_still_explored() -> None:
     so c keeps being tried at about its Thompson probability instead of never again."""
     plays = []
     for seed in range(10):
-        router = Router(settings(seed=seed, quality_weight=0.0), agents("a", "c"))
+        router = Router(agents("a", "c"), settings=settings(seed=seed, quality_weight=0.0))
         router.warm_start(
             [
                 Aggregate("a@1", "code", 1000, 900, 0.0, 0.0),
                 Aggregate("c@1", "code", 1, 0, 0.0, 0.0),
             ]
         )
-        plays.append(sum(router.decide(task()).selected_agent == "c@1" for _ in range(1000)))
+        plays.append(sum(router.decide(request()).selected_agent == "c@1" for _ in range(1000)))
     assert min(plays) > 0, plays
     assert 0.004 < sum(plays) / 10_000 < 0.02, plays
 
@@ -365,16 +372,16 @@ def test_an_agent_whose_cached_draws_all_lost_is_still_explored() -> None:
 def test_probabilities_follow_the_order_the_candidates_are_given_in(
     strategy: RoutingStrategy,
 ) -> None:
-    router = Router(settings(strategy, quality_weight=0.0), agents("good", "bad"))
+    router = Router(agents("good", "bad"), settings=settings(strategy, quality_weight=0.0))
     router.warm_start(
         [
             Aggregate("good@1", "code", 200, 190, 0.0, 0.0),
             Aggregate("bad@1", "code", 200, 10, 0.0, 0.0),
         ]
     )
-    view = router.view(task())
-    in_order = router.probabilities(view, ["good@1", "bad@1"]).tolist()
-    reversed_ = router.probabilities(view, ["bad@1", "good@1"]).tolist()
+    asked = request()
+    in_order = router.probabilities(asked, ["good@1", "bad@1"]).tolist()
+    reversed_ = router.probabilities(asked, ["bad@1", "good@1"]).tolist()
     assert reversed_ == pytest.approx(in_order[::-1])
 
 
@@ -383,28 +390,28 @@ def test_warm_start_replaces_what_an_earlier_warm_start_restored() -> None:
         Aggregate("a@1", "math", 100, 80, 70.0, 60.0),
         Aggregate("b@1", "math", 100, 20, 30, 20),
     ]
-    once = Router(settings(RoutingStrategy.LINUCB), agents("a", "b"))
+    once = Router(agents("a", "b"), settings=settings(RoutingStrategy.LINUCB))
     once.warm_start(rows)
-    twice = Router(settings(RoutingStrategy.LINUCB), agents("a", "b"))
+    twice = Router(agents("a", "b"), settings=settings(RoutingStrategy.LINUCB))
     twice.warm_start([Aggregate("a@1", "math", 7, 1, 1.0, 1.0)])
     twice.warm_start(rows)
     twice.warm_start(rows)
-    view = once.view(task("math"))
+    x = request_features(request("math"), once.layout)
     for router in (once, twice):
-        router.update("a@1", task("math"), success=True, quality=0.5)  # and learning goes on
-    mean_once, sd_once = once._linear.predict(view.features)
-    mean_twice, sd_twice = twice._linear.predict(view.features)
+        router.update(chosen("a@1", request("math")), success=True, quality=0.5)  # learning goes on
+    mean_once, sd_once = once._arms.linear.predict(x)
+    mean_twice, sd_twice = twice._arms.linear.predict(x)
     assert mean_twice == pytest.approx(mean_once)
     assert sd_twice == pytest.approx(sd_once)
-    assert twice.decide(task("math")).candidates == once.decide(task("math")).candidates
+    assert twice.decide(request("math")).candidates == once.decide(request("math")).candidates
 
 
 def test_a_prior_from_an_ancestor_s_aggregates_is_scaled_by_its_weight() -> None:
-    router = Router(settings(RoutingStrategy.UCB1, quality_weight=0.0), agents("a"))
+    router = Router(agents("a"), settings=settings(RoutingStrategy.UCB1, quality_weight=0.0))
     router.add_agent(AgentSpec(name="a", version="3"))
     router.add_prior("a@3", [Aggregate("a@2", "code", 40, 36, 36.0, 36.0)], 0.5)
     router.add_prior("a@3", [Aggregate("a@1", "code", 40, 4, 4.0, 4.0)], 0.25)
-    decision = router.decide(task(), exclude={"a@1"})
+    decision = router.decide(request(), exclude={"a@1"})
     assert decision.candidates[0].performance_score == pytest.approx((18 + 1 + 1) / (20 + 10 + 2))
     assert "Prior from parent version worth 30 tasks" in decision.secondary_factors
     with pytest.raises(ValueError, match=r"weight: must be in \[0, 1\], got 2"):
@@ -415,28 +422,28 @@ def test_a_prior_from_an_ancestor_s_aggregates_is_scaled_by_its_weight() -> None
 
 def test_replay_learns_and_counts_a_decision_only_when_its_own_draw_is_the_logged_agent() -> None:
     routing = settings(RoutingStrategy.EPSILON_GREEDY, epsilon=0.6, epsilon_decay=0.5)
-    router = Router(routing, agents("a", "b", "c"))
+    router = Router(agents("a", "b", "c"), settings=routing)
     router.update(
-        "a@1", task(), success=True, quality=1.0
+        chosen("a@1"), success=True, quality=1.0
     )  # a is greedy; ε = 0.6: P = 0.6, 0.2, 0.2
-    view = router.view(task())
+    asked = request()
     keys = ["a@1", "b@1", "c@1"]
     learned = False
     while not learned:
-        before = router.probabilities(view, keys).tolist()
+        before = router.probabilities(asked, keys).tolist()
         assert before == pytest.approx([0.6, 0.2, 0.2]), "no decision counted, nothing learned"
-        _, learned = router.replay(view, keys, None, None, logged="c@1", success=True, quality=1.0)
+        _, learned = router.replay(asked, keys, None, None, logged="c@1", success=True, quality=1.0)
     # one decision of its own: ε decays to 0.3, and c@1's success makes it greedy beside a@1
-    assert router.probabilities(view, keys).tolist() == pytest.approx([0.45, 0.1, 0.45])
+    assert router.probabilities(asked, keys).tolist() == pytest.approx([0.45, 0.1, 0.45])
 
 
 def test_warm_start_goes_on_with_the_decay_of_epsilon_where_the_history_left_it() -> None:
     routing = settings(RoutingStrategy.EPSILON_GREEDY, epsilon=0.5, epsilon_decay=0.99)
-    router = Router(routing, agents("a", "b", "c"))
+    router = Router(agents("a", "b", "c"), settings=routing)
     router.warm_start(
         [Aggregate("a@1", "code", 300, 300, 300.0, 300.0), Aggregate("b@1", "code", 200, 0, 0, 0)]
     )
-    decision = router.decide(task())
+    decision = router.decide(request())
     exploring = 0.5 * 0.99**500 / 3
     assert {c.agent: c.propensity for c in decision.candidates} == pytest.approx(
         {"a@1": 1 - 2 * exploring, "b@1": exploring, "c@1": exploring}
@@ -448,29 +455,28 @@ def test_warm_start_goes_on_with_the_decay_of_epsilon_where_the_history_left_it(
 def test_contextual_strategies_stay_sound_with_features_of_any_scale(
     strategy: RoutingStrategy, scale: float
 ) -> None:
-    router = Router(settings(strategy), agents("a", "b"))
+    router = Router(agents("a", "b"), settings=settings(strategy))
     rng = np.random.default_rng(0)
     chose_a = 0
     for i in range(600):
-        job = task(task_id=str(i)).model_copy(
-            update={"features": {"ts": scale * (1 + rng.random())}}
+        job = request(task_id=str(i)).model_copy(
+            update={"context": {"ts": scale * (1 + rng.random())}}
         )
         decision = router.decide(job)
         assert all(np.isfinite(c.final_score) for c in decision.candidates)
         success = bool(rng.random() < (0.8 if decision.selected_agent == "a@1" else 0.3))
-        router.update(decision.selected_agent, job, success=success, quality=float(success))
+        router.update(decision, success=success, quality=float(success))
         chose_a += i >= 400 and decision.selected_agent == "a@1"
     assert chose_a / 200 > 0.8
-    models = router._linear
+    models = router._arms.linear
     for agent in range(2):
         exact = np.linalg.inv(models.a[agent])
         assert models.a_inv[agent] == pytest.approx(exact, rel=1e-6, abs=1e-9)
 
 
 def test_a_task_feature_named_like_the_prompt_length_is_refused() -> None:
-    router = Router(settings(RoutingStrategy.LINUCB), agents("a"))
     clash = task().model_copy(update={"features": {"prompt_chars": 5000.0}})
     with pytest.raises(ValueError, match="task t: features: 'prompt_chars' is a reserved name"):
-        router.decide(clash)
+        routing_request(clash)
     with pytest.raises(ValueError, match="routing.context_features: 'prompt_chars' is a reserved"):
-        Router(settings(context_features=["prompt_chars"]), agents("a"))
+        Router(agents("a"), settings=settings(context_features=["prompt_chars"]))

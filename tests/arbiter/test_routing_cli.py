@@ -4,7 +4,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from routing_helpers import agents, settings, task
+from routing_helpers import agents, request, settings
 from typer.testing import CliRunner
 
 from agent_agency.arbiter.ope import ReplayedStrategy
@@ -55,23 +55,23 @@ def _store_succeeded(tmp_path: Path, decisions: list[RoutingDecision]) -> str:
 
 def _fill_pool(url: str) -> None:
     rates = {"a@1": 0.2, "b@1": 0.8}
-    router = Router(settings(quality_weight=0.0), agents("a", "b"))
+    router = Router(agents("a", "b"), settings=settings(quality_weight=0.0))
     rng = np.random.default_rng(5)
     decisions, executions, evaluations = [], [], []
     for i in range(60):
-        decision = router.decide(task(task_id=f"t{i}"))
+        decision = router.decide(request(task_id=f"t{i}"))
         success = bool(rng.random() < rates[decision.selected_agent])
-        router.update(decision.selected_agent, task(), success=success, quality=float(success))
+        router.update(decision, success=success, quality=float(success))
         execution, evaluation = _graded(decision.id, decision.selected_agent, f"t{i}", success)
         decisions.append(decision)
         executions.append(execution)
         evaluations.append(evaluation)
     # t-fail: a@1 raised (no evaluation), then the fallback to b@1 was graded.
-    failed = router.decide(task(task_id="t-fail"), exclude={"b@1"})
-    fallback = router.decide(task(task_id="t-fail"), exclude={"a@1"}, fallback_of="a@1")
+    failed = router.decide(request(task_id="t-fail"), exclude={"b@1"})
+    fallback = router.decide(request(task_id="t-fail"), exclude={"a@1"}, fallback_of="a@1")
     execution, evaluation = _graded(fallback.id, "b@1", "t-fail", True)
     # t-open: routed, never finished.
-    unfinished = router.decide(task(task_id="t-open"))
+    unfinished = router.decide(request(task_id="t-open"))
     with Store.open(url) as store:
         store.write_records(
             decisions=[*decisions, failed, fallback, unfinished],
@@ -118,8 +118,8 @@ def test_evaluate_prints_estimates_with_intervals(tmp_path: Path) -> None:
 def test_evaluate_leaves_out_decisions_logged_with_zero_propensity(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'pool.db'}"
     _fill_pool(url)
-    router = Router(settings(quality_weight=0.0), agents("a", "b"))
-    decision = router.decide(task(task_id="zero")).model_copy(update={"propensity": 0.0})
+    router = Router(agents("a", "b"), settings=settings(quality_weight=0.0))
+    decision = router.decide(request(task_id="zero")).model_copy(update={"propensity": 0.0})
     execution, evaluation = _graded(decision.id, decision.selected_agent, "zero", True)
     with Store.open(url) as store:
         store.write_records(decisions=[decision], executions=[execution], evaluations=[evaluation])
@@ -133,8 +133,8 @@ def test_evaluate_leaves_out_decisions_logged_with_zero_propensity(tmp_path: Pat
 
 def test_evaluate_says_when_the_log_cannot_support_an_estimate(tmp_path: Path) -> None:
     """Every logged decision went to b@1; the fallback strategy always picks a@1."""
-    router = Router(settings(RoutingStrategy.FALLBACK), agents("b", "a"))
-    decisions = [router.decide(task(task_id=f"t{i}")) for i in range(20)]
+    router = Router(agents("b", "a"), settings=settings(RoutingStrategy.FALLBACK))
+    decisions = [router.decide(request(task_id=f"t{i}")) for i in range(20)]
     url = _store_succeeded(tmp_path, decisions)
     args = ["evaluate", "--policy", "fallback", "--db", url, "--config", str(_config(tmp_path))]
     result = CliRunner().invoke(routing_app, args, terminal_width=200)
@@ -155,11 +155,11 @@ def test_outcome_is_the_executions_verdict_with_its_final_evaluations_quality(
     tmp_path: Path,
 ) -> None:
     """Gates passed but the score was under the threshold; a call failed without fallback."""
-    router = Router(settings(quality_weight=0.0), agents("a", "b"))
-    below = router.decide(task(task_id="below"))
-    retried = router.decide(task(task_id="retried"))
-    crashed = router.decide(task(task_id="crashed"))  # fallback off: no later decision names it
-    open_ = router.decide(task(task_id="open"))
+    router = Router(agents("a", "b"), settings=settings(quality_weight=0.0))
+    below = router.decide(request(task_id="below"))
+    retried = router.decide(request(task_id="retried"))
+    crashed = router.decide(request(task_id="crashed"))  # fallback off: no later decision names it
+    open_ = router.decide(request(task_id="open"))
     below_run, below_eval = _graded(below.id, below.selected_agent, "below", True)
     below_run = below_run.model_copy(update={"success": False})  # 0.4 < pass threshold
     below_eval = below_eval.model_copy(update={"overall_score": 0.4})
@@ -208,8 +208,8 @@ def test_evaluate_names_simulated_agents(tmp_path: Path) -> None:
     plain = CliRunner().invoke(routing_app, args, terminal_width=200)
     assert plain.exit_code == 0, plain.output
     assert "SIMULATION" not in plain.output and "(simulated)" not in plain.output
-    router = Router(settings(quality_weight=0.0), agents("a", "b"))
-    decision = router.decide(task(task_id="sim"), exclude={"a@1"})
+    router = Router(agents("a", "b"), settings=settings(quality_weight=0.0))
+    decision = router.decide(request(task_id="sim"), exclude={"a@1"})
     execution, evaluation = _graded(decision.id, "b@1", "sim", True)
     with Store.open(url) as store:
         store.write_records(
@@ -250,8 +250,8 @@ def test_evaluate_on_an_empty_database_says_there_is_nothing_yet_and_closes_it(
 
 
 def test_evaluate_with_every_decision_left_out_says_why_without_failing(tmp_path: Path) -> None:
-    router = Router(settings(quality_weight=0.0), agents("a", "b"))
-    unfinished = router.decide(task(task_id="open"))
+    router = Router(agents("a", "b"), settings=settings(quality_weight=0.0))
+    unfinished = router.decide(request(task_id="open"))
     url = f"sqlite:///{tmp_path / 'pool.db'}"
     with Store.open(url) as store:
         store.write_records(decisions=[unfinished])
@@ -290,13 +290,13 @@ def test_an_estimate_one_decision_carries_shows_no_interval_and_a_consistent_siz
     """Two logged choices of a@1, with propensities 0.6 and 0.8, are the only ones the fallback
     strategy (always a@1) would have made: weights 1/0.6 and 1/0.8, effective sample size
     (1/0.6 + 1/0.8)² / (1/0.6² + 1/0.8²) = 1.96."""
-    router = Router(settings(RoutingStrategy.FALLBACK), agents("b", "a"))
+    router = Router(agents("b", "a"), settings=settings(RoutingStrategy.FALLBACK))
     decisions = []
     for i, propensity in enumerate((0.6, 0.8, None, None, None, None)):
         if propensity is None:
-            decision = router.decide(task(task_id=f"t{i}"))  # b@1, first in fallback order
+            decision = router.decide(request(task_id=f"t{i}"))  # b@1, first in fallback order
         else:
-            decision = router.decide(task(task_id=f"t{i}"), exclude={"b@1"})
+            decision = router.decide(request(task_id=f"t{i}"), exclude={"b@1"})
             decision = decision.model_copy(update={"propensity": propensity})
         decisions.append(decision)
     url = _store_succeeded(tmp_path, decisions)
@@ -321,13 +321,13 @@ def test_an_estimate_clipped_to_the_reward_range_is_marked_with_its_value_before
 ) -> None:
     """Three logged choices of a@1 at propensity 0.2, all successful, and three of b@1: the
     fallback strategy (always a@1) weighs each a@1 success 5, so IPS = 3 × 5 / 6 = 2.5."""
-    router = Router(settings(RoutingStrategy.FALLBACK), agents("b", "a"))
+    router = Router(agents("b", "a"), settings=settings(RoutingStrategy.FALLBACK))
     decisions = []
     for i in range(6):
         if i % 2:
-            decision = router.decide(task(task_id=f"t{i}"))  # b@1, first in fallback order
+            decision = router.decide(request(task_id=f"t{i}"))  # b@1, first in fallback order
         else:
-            decision = router.decide(task(task_id=f"t{i}"), exclude={"b@1"})
+            decision = router.decide(request(task_id=f"t{i}"), exclude={"b@1"})
             decision = decision.model_copy(update={"propensity": 0.2})
         decisions.append(decision)
     url = _store_succeeded(tmp_path, decisions)

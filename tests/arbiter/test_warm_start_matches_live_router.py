@@ -10,9 +10,10 @@ import pytest
 from test_arbiter_loop import arbiter_for, scripted_config
 
 from agent_agency.agents.scripted import ScriptedBackend
+from agent_agency.arbiter.features import routing_request
 from agent_agency.arbiter.router import Router
 from agent_agency.pool.store import Store
-from agent_agency.records import Task
+from agent_agency.records import RoutingDecision
 from agent_agency.tasks import load_builtin, select_tasks
 from agent_agency.tracking.tracker import Tracker
 
@@ -24,12 +25,15 @@ class RecordingRouter(Router):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.seen: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0, 0.0])
 
-    def update(self, agent: str, task: Task, *, success: bool, quality: float) -> None:
-        arm = self.seen[(agent, task.type)]
+    def update(
+        self, decision: RoutingDecision, *, success: bool, quality: float | None = None
+    ) -> bool:
+        assert quality is not None, "the arbiter always reports the quality"
+        arm = self.seen[(decision.selected_agent, decision.task_type)]
         arm[0] += 1
         arm[1] += int(success)
         arm[2] += quality
-        super().update(agent, task, success=success, quality=quality)
+        return super().update(decision, success=success, quality=quality)
 
 
 def test_router_warm_started_from_the_pool_matches_the_live_router(tmp_path: Path) -> None:
@@ -39,7 +43,7 @@ def test_router_warm_started_from_the_pool_matches_the_live_router(tmp_path: Pat
     config = scripted_config(routing={"seed": 1, "breaker": {"failure_threshold": 1000}})
     team = config.team()
     flaky = ScriptedBackend(config.agent("good"), tasks, fail_rate=0.5)
-    live = RecordingRouter(config.routing, team)
+    live = RecordingRouter(team, settings=config.routing)
     store = Store.open(f"sqlite:///{tmp_path / 'warm.db'}")
     with Tracker(store, spill_dir=tmp_path) as tracker:
         arbiter = arbiter_for(config, tasks, backends={"good@1": flaky}, tracker=tracker)
@@ -56,9 +60,9 @@ def test_router_warm_started_from_the_pool_matches_the_live_router(tmp_path: Pat
         assert (stored[key].n, stored[key].successes) == (n, successes), key
         assert stored[key].quality_sum == pytest.approx(quality_sum), key
 
-    warm = Router(config.routing, team)
+    warm = Router(team, settings=config.routing)
     assert warm.warm_start(aggregates) == len(aggregates)
-    by_type = {task.type: task for task in tasks}
+    by_type = {task.type: routing_request(task) for task in tasks}
     for agent, task_type in stored:
         others = [key for key in live.agents if key != agent]
         # the primary reason states the arm's record: "<rate>% success over <n> tasks, ..."

@@ -167,7 +167,7 @@ def test_a_registered_gate_grades_a_run_through_the_arbiter(registered: list[str
 
 LINT_WITHOUT_PATH = """
 from agent_agency.caws.gates import GateInput, run_gate
-from agent_agency.config import GateSpec
+from agent_agency.caws.settings import GateSpec
 from agent_agency.records import Execution, GraderSpec, Iteration, Task
 
 task = Task(id="c", type="code-generation", prompt="p",

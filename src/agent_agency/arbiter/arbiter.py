@@ -22,6 +22,7 @@ from typing import Protocol
 
 from agent_agency.agents.base import Backend, BackendError
 from agent_agency.agents.prompting import build_messages
+from agent_agency.arbiter.features import routing_request
 from agent_agency.arbiter.router import NoAgentAvailable, Router
 from agent_agency.arbiter.settings import RoutingSettings
 from agent_agency.caws.evaluator import Evaluator
@@ -169,7 +170,7 @@ class Arbiter:
                 # The call used up the task's budget, so no fallback can run, but the agent is
                 # charged as for its own time-out: otherwise one whose `timeout_s` is not below
                 # the task's never trips its breaker and keeps being picked.
-                self._charge_failure(agent, task, outcome)
+                self._charge_failure(outcome.decisions[-1], outcome)
             self._fail_last(outcome, reason)
         except asyncio.CancelledError:
             self._fail_last(outcome, "cancelled")
@@ -186,11 +187,15 @@ class Arbiter:
     async def _route_and_run(
         self, task: Task, outcome: TaskOutcome, budget: asyncio.Timeout
     ) -> None:
+        request = routing_request(task)
         tried: list[str] = []
         while True:
             try:
                 decision = self.router.decide(
-                    task, self.in_flight, exclude=tried, fallback_of=tried[-1] if tried else None
+                    request,
+                    in_flight=self.in_flight,
+                    exclude=tried,
+                    fallback_of=tried[-1] if tried else None,
                 )
             except NoAgentAvailable as error:
                 if not tried:  # after a fallback, the last agent's failure says more
@@ -212,7 +217,7 @@ class Arbiter:
             except AgentUnavailable as error:
                 execution.failure_reason = str(error)
                 execution.finished_at = utcnow()
-                self._charge_failure(agent, task, outcome)
+                self._charge_failure(decision, outcome)
                 tried.append(agent)
                 if self.config.routing.fallback:
                     continue
@@ -220,15 +225,16 @@ class Arbiter:
             self.router.report_call(agent, ok=True)
             evaluation = outcome.evaluation
             quality = evaluation.overall_score if evaluation is not None else 0.0
-            self.router.update(agent, task, success=execution.success, quality=quality)
+            self.router.update(decision, success=execution.success, quality=quality)
             return
 
-    def _charge_failure(self, agent: str, task: Task, outcome: TaskOutcome) -> None:
-        """An error or time-out of `agent`'s call: its breaker and its bandit arm learn of it."""
-        self.router.report_call(agent, ok=False)
+    def _charge_failure(self, decision: RoutingDecision, outcome: TaskOutcome) -> None:
+        """An error or time-out of the call `decision` made: the agent's breaker and its bandit
+        arm learn of it."""
+        self.router.report_call(decision.selected_agent, ok=False)
         graded = outcome.evaluation  # an earlier iteration may have been graded
         quality = graded.overall_score if graded is not None else 0.0
-        self.router.update(agent, task, success=False, quality=quality)
+        self.router.update(decision, success=False, quality=quality)
 
     async def _run_agent(
         self,

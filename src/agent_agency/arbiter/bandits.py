@@ -88,6 +88,14 @@ def thompson_samples(
     return (1.0 - quality_weight) * sampled + quality_weight * quality
 
 
+def columns(matrix: FloatArray, rows: IndexArray) -> FloatArray:
+    """matrix[:, rows], without the copy when `rows` are every column in order."""
+    n = matrix.shape[1]
+    if len(rows) == n and np.array_equal(rows, np.arange(n)):
+        return matrix
+    return matrix[:, rows]
+
+
 def argmax_frequencies(samples: FloatArray) -> FloatArray:
     """Share of rows (posterior draws) in which each column is the largest."""
     winners = samples.argmax(axis=1)
@@ -155,6 +163,14 @@ class LinearModels:
         self.theta = np.concatenate([self.theta, np.zeros((1, self.dim))])
         self._updates_since_refresh = np.append(self._updates_since_refresh, 0)
         self.refresh(len(self.a) - 1)
+
+    def remove_agent(self, agent: int) -> None:
+        """Drop an agent's model; the agents after it move up one row."""
+        self.a = np.delete(self.a, agent, axis=0)
+        self.a_inv = np.delete(self.a_inv, agent, axis=0)
+        self.b = np.delete(self.b, agent, axis=0)
+        self.theta = np.delete(self.theta, agent, axis=0)
+        self._updates_since_refresh = np.delete(self._updates_since_refresh, agent)
 
     def observe(self, agent: int, x: FloatArray, reward_sum: float, count: float = 1.0) -> None:
         """Add `count` observations at x whose rewards sum to `reward_sum` (rank-one update)."""

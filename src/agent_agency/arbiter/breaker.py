@@ -80,6 +80,11 @@ class CircuitBreakers:
             breaker.probe_started_at = None
             self._tripped[agent] = None
 
+    def forget(self, agent: str) -> None:
+        """Drop `agent`'s breaker (the agent is no longer routed to)."""
+        self._breakers.pop(agent, None)
+        self._tripped.pop(agent, None)
+
     def describe(self, agent: str) -> str:
         breaker = self._breakers.get(agent)
         failures = breaker.consecutive_failures if breaker else 0

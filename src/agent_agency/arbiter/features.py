@@ -1,4 +1,4 @@
-"""Task → fixed-length feature vector for the contextual strategies (LinUCB, LinTS).
+"""Routing request → fixed-length feature vector for the contextual strategies (LinUCB, LinTS).
 
 Layout of `FeatureLayout.vector(...)` (length `FeatureLayout.dim`):
 
@@ -8,17 +8,19 @@ Layout of `FeatureLayout.vector(...)` (length `FeatureLayout.dim`):
     [1+K+H]                  complexity: trivial 0.0, standard 0.5, complex 1.0
     [2+K+H]                  number of requirements
     [3+K+H]                  log1p(prompt length in characters) / 10
-    [4+K+H : 4+K+H+F]        the F declared `Task.features`, by sorted name (0.0 when absent)
-    [4+K+H+F : 4+K+2H+F]     other `Task.features`, each added into the bucket its name hashes to
+    [4+K+H : 4+K+H+F]        the F declared context features, by sorted name (0.0 when absent)
+    [4+K+H+F : 4+K+2H+F]     other context features, each added into the bucket its name hashes to
 
 K = len(context_task_types), F = len(context_features), H = context_hash_buckets. The hash is
-CRC-32 (stable across processes, unlike Python's `hash`). A task feature v enters as
+CRC-32 (stable across processes, unlike Python's `hash`). A feature v enters as
 sign(v)·log1p(|v|): a feature of any scale (a count of tokens, a timestamp, 1e200) then stays
 within ±710, which keeps the ridge regressions of LinUCB / LinTS well conditioned and their
-scores finite, while 0 stays 0 and the order of values is kept. A routing decision stores the
-inputs (`decision_context`) so a logged decision can be featurised again for off-policy
-evaluation; the prompt length is stored under `PROMPT_CHARS_KEY`, a name task features may not
-use.
+scores finite, while 0 stays 0 and the order of values is kept.
+
+A routing request carries the features in its `context` (a task's become one through
+`routing_request`), and a routing decision logs that context, so a logged decision is
+featurised again exactly as it was for off-policy evaluation; the prompt length is stored under
+`PROMPT_CHARS_KEY`, a name task features may not use.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import numpy.typing as npt
 
-from agent_agency.records import Complexity, Task
+from agent_agency.records import Complexity, RoutingRequest, Task
 
 PROMPT_CHARS_KEY = "prompt_chars"
 """Key in `RoutingDecision.context` that holds the prompt length (other keys are Task.features)."""
@@ -117,21 +119,25 @@ def decision_context(task: Task) -> dict[str, float]:
     return context
 
 
-def task_features(task: Task, layout: FeatureLayout) -> npt.NDArray[np.float64]:
-    """The feature vector of `task` under `layout`."""
-    return layout.vector(
-        task.type, task.complexity, len(task.requirements), len(task.prompt), task.features
+def routing_request(task: Task) -> RoutingRequest:
+    """What the router needs of `task`: its id, type, complexity, requirements and context (its
+    features and its prompt length, `decision_context`)."""
+    return RoutingRequest(
+        task_id=task.id,
+        task_type=task.type,
+        complexity=task.complexity,
+        requirements=task.requirements,
+        context=decision_context(task),
     )
 
 
-def logged_features(
-    layout: FeatureLayout,
-    task_type: str,
-    complexity: Complexity,
-    requirement_count: int,
-    context: Mapping[str, float],
-) -> npt.NDArray[np.float64]:
-    """The feature vector of a logged decision, from its `decision_context`."""
+def request_features(request: RoutingRequest, layout: FeatureLayout) -> npt.NDArray[np.float64]:
+    """The feature vector of a routing request, or of a logged decision (which is one), under
+    `layout`: its context holds the prompt length under `PROMPT_CHARS_KEY` (0 when absent) and
+    the other features by name."""
+    context = request.context
     features = {k: v for k, v in context.items() if k != PROMPT_CHARS_KEY}
     prompt_chars = int(context.get(PROMPT_CHARS_KEY, 0.0))
-    return layout.vector(task_type, complexity, requirement_count, prompt_chars, features)
+    return layout.vector(
+        request.task_type, request.complexity, len(request.requirements), prompt_chars, features
+    )

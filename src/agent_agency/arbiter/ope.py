@@ -369,8 +369,8 @@ class ReplayedStrategy:
         self, strategy: RoutingStrategy, settings: RoutingSettings, agents: Sequence[AgentSpec]
     ) -> None:
         self.strategy = strategy
-        replay_settings = settings.model_copy(update={"strategy": strategy, "per_task_type": {}})
-        self._router = Router(replay_settings, agents)
+        replay_settings = settings.model_copy(update={"per_task_type": {}})
+        self._router = Router(agents, strategy=strategy, settings=replay_settings)
         self.learned_from = 0
 
     @property
@@ -386,7 +386,7 @@ class ReplayedStrategy:
                 name, _, version = key.rpartition("@")
                 router.add_agent(AgentSpec(name=name or key, version=version or "1"))
         probabilities, learned = router.replay(
-            router.logged_view(decision),
+            decision,
             log.candidates,
             [c.load_score for c in decision.candidates],
             self.strategy,

@@ -1,0 +1,262 @@
+"""The router's arms: what it knows about each agent, in numpy arrays indexed (arm, task type).
+
+Per arm: its key, capabilities, max concurrency and whether it is enabled; per (arm, task type):
+observed evidence (n, successes, quality sum, quality² sum) and prior pseudo-evidence inherited
+from parent versions; per arm: a ridge model for the contextual strategies; per task type: the
+number of decisions made and a cache of posterior reward draws (`bandits.py`). Rows follow the
+configured order of the agents; adding an arm appends a row, removing one deletes its row, and
+the other arms' rows keep their values.
+
+`ArmTable` implements the `ArmSource` that strategies read through `Candidates`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+from agent_agency.arbiter.bandits import (
+    EVIDENCE_FIELDS,
+    BoolArray,
+    FloatArray,
+    IndexArray,
+    LinearModels,
+    N,
+    reward,
+    thompson_samples,
+)
+from agent_agency.arbiter.features import FeatureLayout
+from agent_agency.records import AgentSpec, Complexity
+
+if TYPE_CHECKING:
+    from agent_agency.arbiter.settings import RoutingSettings
+
+
+class ArmAggregate(Protocol):
+    """What warm start needs per (agent, task type); the pool's `Store.task_aggregates()` rows."""
+
+    @property
+    def agent(self) -> str: ...
+    @property
+    def task_type(self) -> str: ...
+    @property
+    def n(self) -> int: ...
+    @property
+    def successes(self) -> float: ...
+    @property
+    def quality_sum(self) -> float: ...
+    @property
+    def quality_sq_sum(self) -> float: ...
+
+
+def _check_aggregate(row: ArmAggregate) -> None:
+    where = f"aggregate {row.agent}/{row.task_type}"
+    if row.n < 0:
+        raise ValueError(f"{where}: n must be >= 0, got {row.n}")
+    if not 0 <= row.successes <= row.n:
+        raise ValueError(f"{where}: successes must be in [0, n], got {row.successes}")
+    if not 0.0 <= row.quality_sum <= row.n:
+        raise ValueError(f"{where}: quality_sum must be in [0, n], got {row.quality_sum}")
+    if row.quality_sq_sum < 0:
+        raise ValueError(f"{where}: quality_sq_sum must be >= 0")
+
+
+class ArmTable:
+    def __init__(
+        self, settings: RoutingSettings, layout: FeatureLayout, rng: np.random.Generator
+    ) -> None:
+        self._w = settings.quality_weight
+        self._draw_count = settings.propensity_draws
+        self._layout = layout
+        self._rng = rng
+        self.keys: list[str] = []
+        self.index: dict[str, int] = {}
+        self.capabilities: list[frozenset[str]] = []
+        self.max_concurrency = np.zeros(0)
+        self.enabled: BoolArray = np.zeros(0, dtype=bool)
+        self.types: dict[str, int] = {}
+        self.evidence = np.zeros((0, 0, EVIDENCE_FIELDS))
+        self.prior = np.zeros((0, 0, EVIDENCE_FIELDS))
+        self.decisions = np.zeros(0)
+        self.linear = LinearModels(layout.dim, settings.linear_alpha)
+        self._capability_cache: dict[tuple[str, ...], tuple[BoolArray, FloatArray]] = {}
+        # Per task type, `propensity_draws` posterior reward draws of every arm; an arm's column
+        # is redrawn when it learns, and the row a decision played is drawn afresh (bandits.py).
+        self._draws: dict[int, FloatArray] = {}
+        # (agent, type) → (n, reward sum) that warm_start put into the contextual models, so a
+        # second warm start replaces that contribution instead of adding it again.
+        self._restored: dict[tuple[str, int], tuple[float, float]] = {}
+
+    @property
+    def quality_weight(self) -> float:
+        return self._w
+
+    # ----------------------------------------------------------------------------------------
+    # Arms and task types
+    # ----------------------------------------------------------------------------------------
+
+    def add(self, spec: AgentSpec, parent: int | None, weight: float) -> None:
+        """A new, enabled arm; with a parent, its prior is weight × the parent's evidence+prior."""
+        row = len(self.keys)
+        self.index[spec.key] = row
+        self.keys.append(spec.key)
+        self.capabilities.append(frozenset(spec.capabilities))
+        self._capability_cache.clear()
+        prior = np.zeros((1, self.evidence.shape[1], EVIDENCE_FIELDS))
+        if parent is not None:
+            prior[0] = weight * (self.evidence[parent] + self.prior[parent])
+        self.evidence = np.concatenate([self.evidence, np.zeros_like(prior)])
+        self.prior = np.concatenate([self.prior, prior])
+        self.max_concurrency = np.append(self.max_concurrency, float(spec.max_concurrency))
+        self.enabled = np.append(self.enabled, True)
+        self.linear.add_agent(parent, weight)
+        for t, draws in self._draws.items():
+            fresh = thompson_samples(self._rng, prior[:, t], self._w, draws.shape[0])
+            self._draws[t] = np.concatenate([draws, fresh], axis=1)
+
+    def remove(self, row: int) -> None:
+        """Drop an arm with its evidence, prior, model and draws; later arms move up a row."""
+        key = self.keys.pop(row)
+        del self.capabilities[row]
+        self.index = {k: i for i, k in enumerate(self.keys)}
+        self._capability_cache.clear()
+        self.evidence = np.delete(self.evidence, row, axis=0)
+        self.prior = np.delete(self.prior, row, axis=0)
+        self.max_concurrency = np.delete(self.max_concurrency, row)
+        self.enabled = np.delete(self.enabled, row)
+        self.linear.remove_agent(row)
+        for t, draws in self._draws.items():
+            self._draws[t] = np.delete(draws, row, axis=1)
+        self._restored = {arm: v for arm, v in self._restored.items() if arm[0] != key}
+
+    def column(self, task_type: str) -> int:
+        """The task type's column, added (with no evidence) the first time the type is seen."""
+        column = self.types.get(task_type)
+        if column is None:
+            column = len(self.types)
+            self.types[task_type] = column
+            pad = np.zeros((self.evidence.shape[0], 1, EVIDENCE_FIELDS))
+            self.evidence = np.concatenate([self.evidence, pad], axis=1)
+            self.prior = np.concatenate([self.prior, pad], axis=1)
+            self.decisions = np.append(self.decisions, 0.0)
+        return column
+
+    def capability(self, requirements: Iterable[str]) -> tuple[BoolArray, FloatArray]:
+        """(arms covering every requirement, share of the requirements each arm covers)."""
+        cache_key = tuple(sorted(set(requirements)))
+        cached = self._capability_cache.get(cache_key)
+        if cached is None:
+            wanted = frozenset(cache_key)
+            if wanted:
+                share = np.array([len(wanted & caps) / len(wanted) for caps in self.capabilities])
+            else:
+                share = np.ones(len(self.capabilities))
+            cached = (share == 1.0, share)
+            self._capability_cache[cache_key] = cached
+        return cached
+
+    # ----------------------------------------------------------------------------------------
+    # Learning
+    # ----------------------------------------------------------------------------------------
+
+    def observe(
+        self, row: int, column: int, features: FloatArray, *, success: bool, quality: float
+    ) -> None:
+        self.evidence[row, column] += (1.0, float(success), quality, quality * quality)
+        self.linear.observe(row, features, reward(success, quality, self._w))
+        cached = self._draws.get(column)
+        if cached is not None:
+            evidence = self.evidence[row : row + 1, column] + self.prior[row : row + 1, column]
+            cached[:, row] = thompson_samples(self._rng, evidence, self._w, cached.shape[0])[:, 0]
+
+    def advance(self, column: int, draw_row: int | None) -> None:
+        """What a decision changes: one more decision of the type (ε decays with the count), and
+        the cached draw it played, if any, replaced by a fresh draw of every arm."""
+        self.decisions[column] += 1
+        if draw_row is not None:
+            evidence = self.evidence[:, column] + self.prior[:, column]
+            self._draws[column][draw_row] = thompson_samples(self._rng, evidence, self._w, 1)[0]
+
+    def warm_start(self, aggregates: Iterable[ArmAggregate]) -> int:
+        """See `Router.warm_start`; returns the number of arms restored."""
+        restored = 0
+        touched_rows: set[int] = set()
+        touched_columns: set[int] = set()
+        for row in aggregates:
+            a = self.index.get(row.agent)
+            if a is None:
+                continue
+            _check_aggregate(row)
+            t = self.column(row.task_type)
+            self.evidence[a, t] = (row.n, row.successes, row.quality_sum, row.quality_sq_sum)
+            reward_sum = self._reward_sum(row)
+            before_n, before_reward = self._restored.get((row.agent, t), (0.0, 0.0))
+            self.linear.accumulate(
+                a, self._default_vector(row.task_type), reward_sum - before_reward, row.n - before_n
+            )
+            self._restored[(row.agent, t)] = (float(row.n), reward_sum)
+            touched_rows.add(a)
+            touched_columns.add(t)
+            restored += 1
+        for a in touched_rows:
+            self.linear.refresh(a)
+        for t in touched_columns:
+            self.decisions[t] = self.evidence[:, t, N].sum()
+        self._draws.clear()
+        return restored
+
+    def add_prior(self, row: int, aggregates: Iterable[ArmAggregate], weight: float) -> None:
+        """See `Router.add_prior`."""
+        for aggregate in aggregates:
+            _check_aggregate(aggregate)
+            t = self.column(aggregate.task_type)
+            self.prior[row, t] += weight * np.array(
+                (aggregate.n, aggregate.successes, aggregate.quality_sum, aggregate.quality_sq_sum),
+                dtype=np.float64,
+            )
+            self.linear.accumulate(
+                row,
+                self._default_vector(aggregate.task_type),
+                weight * self._reward_sum(aggregate),
+                weight * aggregate.n,
+            )
+        self.linear.refresh(row)
+        self._draws.clear()
+
+    def _reward_sum(self, row: ArmAggregate) -> float:
+        return (1.0 - self._w) * row.successes + self._w * row.quality_sum
+
+    def _default_vector(self, task_type: str) -> FloatArray:
+        return self._layout.vector(task_type, Complexity.STANDARD, 0, 0, {})
+
+    # ----------------------------------------------------------------------------------------
+    # What strategies read (`strategies.base.ArmSource`)
+    # ----------------------------------------------------------------------------------------
+
+    def keys_at(self, rows: IndexArray) -> list[str]:
+        keys = self.keys
+        return [keys[i] for i in rows.tolist()]
+
+    def evidence_at(self, rows: IndexArray, column: int) -> FloatArray:
+        evidence: FloatArray = self.evidence[rows, column] + self.prior[rows, column]
+        return evidence
+
+    def draws_at(self, column: int) -> FloatArray:
+        draws = self._draws.get(column)
+        if draws is None:
+            evidence = self.evidence[:, column] + self.prior[:, column]
+            draws = thompson_samples(self._rng, evidence, self._w, self._draw_count)
+            self._draws[column] = draws
+        return draws
+
+    def linear_at(self, features: FloatArray) -> tuple[FloatArray, FloatArray]:
+        return self.linear.predict(features)
+
+    def capabilities_at(self, rows: IndexArray) -> list[frozenset[str]]:
+        capabilities = self.capabilities
+        return [capabilities[i] for i in rows.tolist()]
+
+    def decisions_at(self, column: int) -> float:
+        return float(self.decisions[column])

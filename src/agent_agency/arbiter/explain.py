@@ -1,0 +1,150 @@
+"""What a routing decision says about itself: its primary reason, the scores of every candidate,
+and the reason of a refusal. Secondary factors are gathered where they arise, in `router.py`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from agent_agency.arbiter.bandits import QUALITY_SUM, SUCCESSES, FloatArray, N
+from agent_agency.records import RoutingRefusal, RoutingRequest, RoutingStrategy
+
+LISTED_NAMES = 5  # agent names spelled out in a secondary factor before "and N more"
+EXPLAINED = 4  # non-selected candidates whose selection reason spells out their numbers
+_LINEAR = frozenset({RoutingStrategy.LINUCB, RoutingStrategy.LINTS})
+
+
+def names(keys: Sequence[str]) -> str:
+    shown = ", ".join(keys[:LISTED_NAMES])
+    more = len(keys) - LISTED_NAMES
+    return f"{shown} and {more} more" if more > 0 else shown
+
+
+def count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def refusal(
+    request: RoutingRequest,
+    strategy: str,
+    *,
+    open_breakers: list[str],
+    excluded: list[str],
+    disabled: list[str],
+) -> RoutingRefusal:
+    # no task id in the reason: it is the task's own, and alike for alike tasks (they group)
+    reason = (
+        f"no agent available (excluded: {names(excluded) or 'none'}; "
+        f"circuit open: {names(open_breakers) or 'none'}"
+    )
+    if disabled:
+        reason += f"; disabled: {names(disabled)}"
+    return RoutingRefusal(
+        task_id=request.task_id,
+        task_type=request.task_type,
+        complexity=request.complexity,
+        requirements=list(request.requirements),
+        context=dict(request.context),
+        strategy=strategy,
+        open_breakers=open_breakers,
+        excluded=excluded,
+        reason=reason + ")",
+    )
+
+
+def primary_reason(
+    strategy: str,
+    request: RoutingRequest,
+    key: str,
+    observed: FloatArray,
+    quality_weight: float,
+    performance: FloatArray,
+    position: int,
+    confidence: float,
+) -> str:
+    """Why `key` was chosen, with its record on the task type (`observed`: its own evidence,
+    without inherited prior). A registered strategy is explained as the bandits are: best
+    performance estimate, or exploration with its probability of being the best."""
+    n = int(observed[N])
+    if n:
+        record = f"{observed[SUCCESSES] / n:.0%} success over {n} tasks"
+        if quality_weight > 0:
+            record += f", mean quality {observed[QUALITY_SUM] / n:.2f}"
+    else:
+        record = "no tasks of this type yet"
+    kind = request.task_type
+    if strategy == RoutingStrategy.CAPABILITY:
+        wanted = ", ".join(request.requirements) or "no requirements"
+        return f"Closest capability match for {kind} ({wanted}): {key}; {record}"
+    if strategy == RoutingStrategy.LOAD_BALANCE:
+        return f"Least loaded candidate for {kind}: {key}; {record}"
+    if strategy == RoutingStrategy.FALLBACK:
+        return f"First available agent in configured order for {kind}: {key}; {record}"
+    is_best = performance[position] >= performance.max()
+    if strategy in _LINEAR:
+        lead = "Best" if is_best else "Exploring: uncertain"
+        return (
+            f"{lead} predicted reward for this {kind} task: {performance[position]:.2f} "
+            f"({key}; {record})"
+        )
+    if is_best and n:
+        if quality_weight == 0:
+            return f"Best success rate for {kind}: {observed[SUCCESSES] / n:.0%} over {n} tasks"
+        return f"Best expected reward for {kind}: {key} ({record})"
+    return f"Exploring {key} for {kind}: {record}; P(best) {confidence:.0%} under {strategy}"
+
+
+def candidate_scores(
+    strategy: str,
+    keys: list[str],
+    capability: FloatArray,
+    performance: FloatArray,
+    load: FloatArray,
+    scores: FloatArray,
+    probabilities: FloatArray,
+    position: int,
+) -> list[dict[str, object]]:
+    """The CandidateScore fields of every candidate, as dicts.
+
+    Every field of every candidate is filled. The selection reason spells out the numbers for
+    the selected agent and the `EXPLAINED` next-highest scores; the others share one sentence
+    (their score and P(selected) are in `final_score` and `propensity`), so a decision over
+    100 candidates formats a handful of strings instead of a hundred.
+    """
+    finals = scores.tolist()
+    propensities = probabilities.tolist()
+    total = len(finals)
+    reasons = [f"not selected: ranked below the top {EXPLAINED + 1} by {strategy} score"] * total
+    if total > 1:
+        explained = min(EXPLAINED + 1, total)
+        top = np.argpartition(-scores, explained - 1)[:explained].tolist()
+        for at in top:
+            reasons[at] = (
+                f"not selected: {strategy} score {finals[at]:.3f}, "
+                f"P(selected) {propensities[at]:.2f}"
+            )
+    highest = finals[position] >= max(finals)
+    rank = "highest" if highest else "exploratory draw, not the highest"
+    reasons[position] = f"selected: {rank} {strategy} score"
+    return [
+        {
+            "agent": agent,
+            "capability_score": capable,
+            "performance_score": perf,
+            "load_score": free,
+            "final_score": final,
+            "selection_reason": reason,
+            "propensity": propensity,
+        }
+        for agent, capable, perf, free, final, propensity, reason in zip(
+            keys,
+            capability.tolist(),
+            performance.tolist(),
+            load.tolist(),
+            finals,
+            propensities,
+            reasons,
+            strict=True,
+        )
+    ]
