@@ -179,6 +179,24 @@ class Task(Record):
     metadata: JsonObject = Field(default_factory=dict)
 
 
+PROMPT_CHARS_KEY = "prompt_chars"
+"""Key in `RoutingDecision.context` that holds the prompt length (other keys are Task.features)."""
+
+
+def reserved_feature_error(field: str) -> ValueError:
+    """Task features share `RoutingDecision.context` with the prompt length: the name is taken."""
+    return ValueError(
+        f"{field}: {PROMPT_CHARS_KEY!r} is a reserved name (routing records the prompt length "
+        "under it); rename the task feature"
+    )
+
+
+def check_task_features(task: Task) -> None:
+    """ValueError naming the task when one of its features has the reserved name."""
+    if PROMPT_CHARS_KEY in task.features:
+        raise reserved_feature_error(f"task {task.id}: features")
+
+
 class Message(Record):
     role: Literal["system", "user", "assistant", "tool"]
     content: str = ""

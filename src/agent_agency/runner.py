@@ -18,7 +18,6 @@ from pathlib import Path
 
 from agent_agency.agents.registry import build_backend
 from agent_agency.arbiter.arbiter import Arbiter, TaskOutcome, agent_slots
-from agent_agency.arbiter.features import check_task_features
 from agent_agency.arbiter.router import ArmAggregate, Router
 from agent_agency.caws.audit import AuditLog
 from agent_agency.caws.evaluator import Evaluator
@@ -26,7 +25,7 @@ from agent_agency.caws.judges import FailingJudge, Judge, failing_judges
 from agent_agency.config import AgencyConfig
 from agent_agency.pool.engine import shown_url
 from agent_agency.pool.store import AgentTaskSummary, Store
-from agent_agency.records import AgentSpec, Task, utcnow
+from agent_agency.records import AgentSpec, Task, check_task_features, utcnow
 from agent_agency.tasks import load_builtin, load_suite_files, select_tasks
 from agent_agency.tracking.tracker import Tracker
 

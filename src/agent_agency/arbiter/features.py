@@ -32,27 +32,17 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import numpy.typing as npt
 
-from agent_agency.records import Complexity, RoutingRequest, Task
-
-PROMPT_CHARS_KEY = "prompt_chars"
-"""Key in `RoutingDecision.context` that holds the prompt length (other keys are Task.features)."""
+from agent_agency.records import (
+    PROMPT_CHARS_KEY,
+    Complexity,
+    RoutingRequest,
+    Task,
+    check_task_features,
+    reserved_feature_error,
+)
 
 _COMPLEXITY_VALUE = {Complexity.TRIVIAL: 0.0, Complexity.STANDARD: 0.5, Complexity.COMPLEX: 1.0}
 _FIXED = 4  # bias, complexity, requirement count, prompt length
-
-
-def reserved_feature_error(field: str) -> ValueError:
-    """Task features share `RoutingDecision.context` with the prompt length: the name is taken."""
-    return ValueError(
-        f"{field}: {PROMPT_CHARS_KEY!r} is a reserved name (routing records the prompt length "
-        "under it); rename the task feature"
-    )
-
-
-def check_task_features(task: Task) -> None:
-    """ValueError naming the task when one of its features has the reserved name."""
-    if PROMPT_CHARS_KEY in task.features:
-        raise reserved_feature_error(f"task {task.id}: features")
 
 
 def squash(value: float) -> float:

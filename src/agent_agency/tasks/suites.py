@@ -13,9 +13,14 @@ from pathlib import Path
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from agent_agency.arbiter.features import PROMPT_CHARS_KEY, reserved_feature_error
 from agent_agency.jsonl import not_an_object, read_lines
-from agent_agency.records import SplitChoice, Task, error_reason
+from agent_agency.records import (
+    PROMPT_CHARS_KEY,
+    SplitChoice,
+    Task,
+    error_reason,
+    reserved_feature_error,
+)
 from agent_agency.tasks.graders import GraderError, validate_grader_spec
 from agent_agency.tasks.humaneval import SUITE as HUMANEVAL_SUITE
 from agent_agency.tasks.humaneval import load_humaneval
