@@ -1,8 +1,9 @@
 """Graders that verify a task's answer, keyed by `GraderSpec.kind`.
 
 Every grader takes its typed reference (validated from `GraderSpec.reference`), the agent's
-output and the tool uses of the attempt, and returns a `GradeResult`. Code never runs in this
-process: code graders go through `agent_agency.sandbox.run.run_python`.
+output, the tool uses of the attempt and a `SandboxPolicy`, and returns a `GradeResult`. Code
+never runs in this process: code graders go through `agent_agency.sandbox.run_python`, within the
+limits of that policy (the evaluation's deadline, cancellation and hidden databases).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from decimal import Decimal
 from typing import Annotated, Any, Generic, TypeVar
 
@@ -25,8 +27,8 @@ from pydantic import (
     model_validator,
 )
 
-from agent_agency.sandbox.run import FunctionTests, run_python
 from agent_agency.records import GraderSpec, Task, ToolUse, invalid
+from agent_agency.sandbox import FunctionTests, SandboxPolicy, run_python
 from agent_agency.tasks.answers import (
     assemble_program,
     extract_answer_text,
@@ -76,7 +78,7 @@ class Grader(Generic[R]):
         self,
         kind: str,
         reference_model: type[R],
-        check: Callable[[R, str, Sequence[ToolUse]], GradeResult],
+        check: Callable[[R, str, Sequence[ToolUse], SandboxPolicy], GradeResult],
     ) -> None:
         self.kind = kind
         self.reference_model = reference_model
@@ -95,9 +97,13 @@ class Grader(Generic[R]):
             ) from None
 
     def __call__(
-        self, reference: dict[str, Any], output: str, tool_uses: Sequence[ToolUse]
+        self,
+        reference: dict[str, Any],
+        output: str,
+        tool_uses: Sequence[ToolUse],
+        sandbox: SandboxPolicy,
     ) -> GradeResult:
-        return self.check(self.parse_reference(reference), output, tool_uses)
+        return self.check(self.parse_reference(reference), output, tool_uses, sandbox)
 
 
 _REGISTRY: dict[str, Grader[Any]] = {}
@@ -125,9 +131,17 @@ def validate_grader_spec(spec: GraderSpec) -> None:
     _grader_for(spec.kind).parse_reference(spec.reference)
 
 
-def grade(task: Task, output: str, tool_uses: Sequence[ToolUse] = ()) -> GradeResult:
-    """Verify `output` (and the attempt's tool uses) against the task's grader."""
-    return _grader_for(task.grader.kind)(task.grader.reference, output, tool_uses)
+def grade(
+    task: Task,
+    output: str,
+    tool_uses: Sequence[ToolUse] = (),
+    *,
+    sandbox: SandboxPolicy | None = None,
+) -> GradeResult:
+    """Verify `output` (and the attempt's tool uses) against the task's grader; code it runs
+    runs within `sandbox` (default: `SandboxPolicy()`), each grader setting its own time limit."""
+    policy = sandbox if sandbox is not None else SandboxPolicy()
+    return _grader_for(task.grader.kind)(task.grader.reference, output, tool_uses, policy)
 
 
 def _result(score: float, failures: list[str], ok_reason: str) -> GradeResult:
@@ -208,7 +222,7 @@ def informal_words(text: str) -> list[str]:
 
 
 def _check_text_rules(
-    ref: TextRulesReference, output: str, tool_uses: Sequence[ToolUse]
+    ref: TextRulesReference, output: str, tool_uses: Sequence[ToolUse], sandbox: SandboxPolicy
 ) -> GradeResult:
     text = matchable_text(output)
     failures: list[str] = []
@@ -280,13 +294,13 @@ def _setup_for_tests(ref: PythonTestsReference) -> str:
 
 
 def _check_python_tests(
-    ref: PythonTestsReference, output: str, tool_uses: Sequence[ToolUse]
+    ref: PythonTestsReference, output: str, tool_uses: Sequence[ToolUse], sandbox: SandboxPolicy
 ) -> GradeResult:
     if not output.strip():
         return _result(0.0, ["The answer is empty: return the complete Python function"], "")
     tests = FunctionTests(entry_point=ref.entry_point, test=ref.test, setup=_setup_for_tests(ref))
     program = assemble_program(ref.prompt, output, ref.entry_point)
-    outcome = run_python(program, timeout_s=ref.timeout_s, tests=tests)
+    outcome = run_python(program, replace(sandbox, timeout_s=ref.timeout_s), tests=tests)
     if outcome.ok:
         return GradeResult(passed=True, score=1.0, reason="all tests passed")
     detail = f" (failing check: {outcome.failed_test})" if outcome.failed_test else ""
@@ -316,7 +330,7 @@ def _number_matches(answer: int | float, output: str) -> tuple[bool, Decimal | N
 
 
 def _check_exact_number(
-    ref: ExactNumberReference, output: str, tool_uses: Sequence[ToolUse]
+    ref: ExactNumberReference, output: str, tool_uses: Sequence[ToolUse], sandbox: SandboxPolicy
 ) -> GradeResult:
     ok, found = _number_matches(ref.answer, output)
     if ok:
@@ -340,7 +354,7 @@ ANSWER_WEIGHT = 0.7
 
 
 def _check_tool_answer(
-    ref: ToolAnswerReference, output: str, tool_uses: Sequence[ToolUse]
+    ref: ToolAnswerReference, output: str, tool_uses: Sequence[ToolUse], sandbox: SandboxPolicy
 ) -> GradeResult:
     ok, found = _number_matches(ref.answer, output)
     tool_used = any(use.call.name == ref.tool and use.succeeded for use in tool_uses)
@@ -391,7 +405,7 @@ def _same_value(expected: Any, actual: Any) -> bool:
 
 
 def _check_json_match(
-    ref: JsonMatchReference, output: str, tool_uses: Sequence[ToolUse]
+    ref: JsonMatchReference, output: str, tool_uses: Sequence[ToolUse], sandbox: SandboxPolicy
 ) -> GradeResult:
     value = extract_json_object(output)
     if value is None:
@@ -444,7 +458,9 @@ def predicted_label(labels: Sequence[str], output: str) -> str | None:
     return named[0] if len(named) == 1 else None
 
 
-def _check_label(ref: LabelReference, output: str, tool_uses: Sequence[ToolUse]) -> GradeResult:
+def _check_label(
+    ref: LabelReference, output: str, tool_uses: Sequence[ToolUse], sandbox: SandboxPolicy
+) -> GradeResult:
     label = predicted_label(ref.labels, output)
     if label is not None and _normalize_label(label) == _normalize_label(ref.answer):
         return GradeResult(passed=True, score=1.0, reason=f"label {ref.answer!r} is correct")
