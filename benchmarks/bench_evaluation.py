@@ -22,7 +22,7 @@ import numpy as np
 from agent_agency.caws.audit import AuditLog
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.caws.gates import is_code_task
-from agent_agency.config import EvaluationSettings
+from agent_agency.caws.settings import EvaluationSettings
 from agent_agency.pool.engine import make_engine
 from agent_agency.pool.migrate import migrate
 from agent_agency.records import Evaluation, Execution, Iteration, Task

@@ -13,7 +13,7 @@ import numpy as np
 
 from agent_agency.arbiter.ope import LoggedOutcome, evaluate_policy, replay_policy
 from agent_agency.arbiter.router import Router
-from agent_agency.config import RoutingSettings
+from agent_agency.arbiter.settings import RoutingSettings
 from agent_agency.records import AgentSpec, GraderSpec, RoutingStrategy, Task
 
 from results import write_section

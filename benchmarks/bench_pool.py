@@ -29,8 +29,7 @@ from sqlalchemy import text
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "pool"))
 from pool_records import make_point  # noqa: E402
 
-from agent_agency.config import DEFAULT_PHONE_REGIONS, AnonymizationPolicy, PoolSettings  # noqa: E402
-from agent_agency.pool import pii, schema  # noqa: E402
+from agent_agency.pool import schema  # noqa: E402
 from agent_agency.pool.anonymize import Anonymizer  # noqa: E402
 from agent_agency.pool.engine import RawJson  # noqa: E402
 from agent_agency.pool.ingest_workers import (  # noqa: E402
@@ -39,10 +38,9 @@ from agent_agency.pool.ingest_workers import (  # noqa: E402
     ingest_batches,
     prepare_as_worker,
 )
-from agent_agency.privacy.phone_recognizer import EarlyStopPhoneRecognizer  # noqa: E402
-from agent_agency.privacy.pii import clear_scan_cache, find_pii  # noqa: E402
 from agent_agency.pool.prepare import PreparedBatch, collector_paused, data_point_row  # noqa: E402
 from agent_agency.pool.queries import get_agent_statistics  # noqa: E402
+from agent_agency.pool.settings import PoolSettings  # noqa: E402
 from agent_agency.pool.store import Store, insert_points  # noqa: E402
 from agent_agency.pool.validation import (  # noqa: E402
     RawPoint,
@@ -51,6 +49,10 @@ from agent_agency.pool.validation import (  # noqa: E402
     structural_reasons,
     timestamp_reasons,
 )
+from agent_agency.privacy import pii  # noqa: E402
+from agent_agency.privacy.phone_recognizer import EarlyStopPhoneRecognizer  # noqa: E402
+from agent_agency.privacy.pii import clear_scan_cache, find_pii  # noqa: E402
+from agent_agency.privacy.settings import DEFAULT_PHONE_REGIONS, AnonymizationPolicy  # noqa: E402
 from agent_agency.records import DataPoint, Message, utcnow  # noqa: E402
 
 from results import write_section  # noqa: E402

@@ -29,8 +29,6 @@ from bench_pool import (
     text_run_rows,
 )
 
-from agent_agency.config import PoolSettings
-from agent_agency.privacy import pii
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.ingest_workers import (
     AUTO_MAX_WORKERS,
@@ -38,6 +36,8 @@ from agent_agency.pool.ingest_workers import (
     prepare_as_worker,
     usable_cores,
 )
+from agent_agency.pool.settings import PoolSettings
+from agent_agency.privacy import pii
 
 from results import write_section
 

@@ -30,7 +30,7 @@ import numpy as np
 from mabwiser.mab import MAB, LearningPolicy
 
 from agent_agency.arbiter.router import Router
-from agent_agency.config import RoutingSettings
+from agent_agency.arbiter.settings import RoutingSettings
 from agent_agency.records import AgentSpec, GraderSpec, RoutingStrategy, Task
 
 from results import write_section

@@ -20,7 +20,7 @@ import numpy as np
 from sqlalchemy import insert
 
 from agent_agency.arbiter.router import Router
-from agent_agency.config import RoutingSettings
+from agent_agency.arbiter.settings import RoutingSettings
 from agent_agency.pool.schema import agent_task_aggregates
 from agent_agency.pool.store import Store
 from agent_agency.records import AgentSpec, GraderSpec, RoutingStrategy, Task

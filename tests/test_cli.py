@@ -18,8 +18,8 @@ from rich.console import Console
 from sqlalchemy.exc import OperationalError
 from typer.testing import CliRunner
 
-from agent_agency.cli import app as cli
 from agent_agency import runner as runner_module
+from agent_agency.cli import app as cli
 from agent_agency.cli.app import app, parse_since
 from agent_agency.pool.store import Store
 from agent_agency.records import Execution
@@ -456,10 +456,10 @@ def test_run_checks_the_summary_path_before_any_task_runs(
 def test_a_summary_that_cannot_be_written_after_the_run_is_an_error_not_a_traceback(
     workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import agent_agency.cli
+    import agent_agency.cli.app
 
     # the directory vanishing during the run, which the check before it cannot see
-    monkeypatch.setattr(agent_agency.cli, "_check_summary_path", lambda *_: None)
+    monkeypatch.setattr(agent_agency.cli.app, "_check_summary_path", lambda *_: None)
     result = runner.invoke(app, ["run", "--tasks", "2", "--json", "gone/x.json"])
     assert result.exit_code == 2
     assert isinstance(result.exception, SystemExit)  # no traceback
@@ -899,8 +899,8 @@ def test_config_show_reports_every_mistake_of_the_file_at_once(workdir: Path) ->
 def test_a_task_type_setting_names_a_misspelt_type_but_not_a_built_in_one(
     workdir: Path, setting: str, typo: str, builtin: str
 ) -> None:
-    """Each of the three settings README names: a type that is neither one of the run's nor a
-    built-in one is warned about; a built-in type the run does not include is not."""
+    """Each of the three settings that name task types: a type that is neither one of the run's
+    nor a built-in one is warned about; a built-in type the run does not include is not."""
     (workdir / "agency.yaml").write_text(SCRIPTED_TEAM + setting)
     result = runner.invoke(app, ["run", "--builtin", "arithmetic", "--tasks", "2"])
     assert result.exit_code == 0, result.output
@@ -910,17 +910,6 @@ def test_a_task_type_setting_names_a_misspelt_type_but_not_a_built_in_one(
     )
     assert "did you mean 'arithmetic'?" in output
     assert output.count("warning:") == 1 and builtin not in output
-
-
-def test_the_readme_says_which_task_types_the_typo_warning_covers() -> None:
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    row = " ".join(
-        next(line for line in readme.splitlines() if line.startswith("| `agency run")).split()
-    )
-    assert (
-        "a task type named in `routing.per_task_type`, `evaluation.gates` or a judge's "
-        "`task_types` that is neither a type of the run's tasks nor a built-in one"
-    ) in row
 
 
 def test_a_judge_that_fails_most_gradings_is_named_in_the_run_summary(workdir: Path) -> None:

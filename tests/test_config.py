@@ -2,8 +2,9 @@ from pathlib import Path
 
 import pytest
 
-from agent_agency.config import AgencyConfig, ConfigError, default_team, load_config, parse_config
+from agent_agency.config import AgencyConfig, default_team, load_config, parse_config
 from agent_agency.records import RoutingStrategy
+from agent_agency.sections import ConfigError
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -228,16 +229,16 @@ def test_judge_must_name_a_configured_agent() -> None:
     assert config.evaluation.judges[0].task_types == []
 
 
-def test_readme_example_config_is_valid() -> None:
+def test_the_documented_example_config_is_valid() -> None:
     import re
 
     import yaml
 
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```yaml\n(.*?)```", readme, re.DOTALL)
-    assert blocks, "the README shows an example agency.yaml"
+    page = (Path(__file__).parents[1] / "docs/configuration.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", page, re.DOTALL)
+    assert blocks, "docs/configuration.md shows an example agency.yaml"
     for block in blocks:
-        config = parse_config(yaml.safe_load(block), source="README.md")
+        config = parse_config(yaml.safe_load(block), source="docs/configuration.md")
         assert config.agents
     # its `- name: direct` is the default team's agent, which can fall back for `big`
     direct = next(spec for spec in default_team() if spec.name == "direct")

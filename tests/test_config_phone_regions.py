@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_agency.config import ConfigError, load_config, parse_config
+from agent_agency.config import load_config, parse_config
+from agent_agency.sections import ConfigError
 
 
 def test_phone_regions_are_upper_cased() -> None:

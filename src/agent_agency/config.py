@@ -1,594 +1,92 @@
 """One optional YAML file (`agency.yaml`) → typed settings.
 
-Every setting has a default, so no file is needed. A bad file fails with `ConfigError`, whose
-message names the file, the field path and the reason.
+Every setting has a default, so no file is needed. Each package owns the model of its section
+(`routing`: `arbiter.settings`, `evaluation`: `caws.settings`, `storage` and `pool`:
+`pool.settings`, `run`: `run_settings`); `AgencyConfig` composes them with the agents, and checks
+what spans sections. A bad file fails with `ConfigError`, whose message names the file, the field
+path and the reason; a file too big to be a configuration (its size, or what its aliases expand
+to) is refused before it is expanded.
 """
 
 from __future__ import annotations
 
-import copy
+import functools
 import json
 import os
-from collections.abc import Callable, Hashable, Iterator, Sequence
-from contextvars import ContextVar
+from collections.abc import Hashable, Iterator
+from importlib.resources import files
 from pathlib import Path
-from typing import Annotated, Any, Self, TypeVar, get_args
+from typing import Any
 
 import yaml
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    ModelWrapValidatorHandler,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
-from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
-from pydantic_core.core_schema import ErrorType
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+from pydantic import Field, TypeAdapter, ValidationError, field_validator
 
-from agent_agency.records import (
-    AgentSpec,
-    Message,
-    RoutingStrategy,
-    SplitChoice,
-    error_reason,
-    invalid,
-)
+from agent_agency.arbiter.settings import RoutingSettings
+from agent_agency.caws.settings import EvaluationSettings
+from agent_agency.pool.settings import PoolSettings, StorageSettings
+from agent_agency.records import AgentSpec
+from agent_agency.run_settings import RunSettings
+from agent_agency.sections import ConfigError, Problem, Section, cross_field_check, problems_of
 
 DEFAULT_CONFIG_FILE = "agency.yaml"
 CONFIG_ENV_VAR = "AGENCY_CONFIG"
 
+# What a configuration file may be: a real one is a few kilobytes, a few hundred values nested at
+# most ten levels deep. The bounds refuse, before anything is expanded, a file that would take the
+# process's memory or stack: one too big, one whose aliases (`*name`) repeat a value so often that
+# the expanded document is vast (nine levels of nine aliases expand to 9⁹ values), one nested
+# deeper than the parser's recursion can go, or a number too long to convert.
+MAX_CONFIG_BYTES = 1024 * 1024
+MAX_ALIAS_EXPANSION = 10_000
+"""Values the aliases of a file may add to it, expanded."""
+MAX_DEPTH = 100
+MAX_NUMBER_CHARS = 100
 
-class ConfigError(ValueError):
-    """The configuration file is unreadable or invalid; the message says where and why."""
-
-
-# --------------------------------------------------------------------------------------------
-# Every problem of a file at once. Pydantic runs a validator of a whole model only when all of
-# its fields are valid, and such a validator stops at its first `raise`: a file with a mistake
-# in one field and another across fields would be reported one round at a time. A section's
-# checks across fields are therefore `cross_field_check` methods, which yield every problem
-# they find and run wherever the fields they need are valid.
-# --------------------------------------------------------------------------------------------
-
-Problem = tuple[str, str]
-"""(field, reason): the field's dotted path below the section ('' for the section itself)."""
-Location = tuple[str | int, ...]  # an error's location, as pydantic gives it
-_Check = TypeVar("_Check", bound=Callable[..., Iterator[Problem]])
-_NEEDS = "_cross_field_needs"
-_ERROR_TYPES = frozenset(get_args(ErrorType))
-# Set while a section is validated again without its failed fields (`_without_failed`): the
-# sections inside it have reported their problems already.
-_revalidating: ContextVar[bool] = ContextVar("revalidating", default=False)
+# Read below `agent_agency`, not through `agent_agency.agents`, whose import loads the backends.
+_DEFAULT_TEAM_FILE = ("agents", "default_team.yaml")
+_TEAM = TypeAdapter(list[AgentSpec])
 
 
-def cross_field_check(*needs: str) -> Callable[[_Check], _Check]:
-    """Marks a method of a `Section` as a check across its fields: it yields a `Problem` for
-    everything wrong, and runs when the fields it `needs` (dotted paths below the section) are
-    valid, whether or not the others are."""
-
-    def mark(check: _Check) -> _Check:
-        setattr(check, _NEEDS, [tuple(need.split(".")) for need in needs])
-        return check
-
-    return mark
-
-
-class Section(BaseModel):
-    # NaN and infinity pass every bound (NaN fails no comparison) and break arithmetic later.
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _every_problem(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
-        """The section, or one `ValidationError` with every problem: its fields' errors, then
-        those of the checks across fields whose fields are valid. Where fields failed, those
-        checks run on the section validated again with the failed values left out."""
-        if _revalidating.get():
-            return handler(data)
-        try:
-            section = handler(data)
-        except ValidationError as error:
-            found = error.errors()
-            failed = [_error_path(item) for item in found]
-            partial = _without_failed(handler, data, failed)
-            problems = [] if partial is None else partial._problems(failed)
-            if not problems:
-                raise
-            raise _validation_error(cls.__name__, data, found, problems) from None
-        problems = section._problems([])
-        if problems:
-            raise _validation_error(cls.__name__, data, [], problems)
-        return section
-
-    def _problems(self, failed: Sequence[Location]) -> list[Problem]:
-        """What the checks across fields find, leaving out those that need a failed field."""
-        problems: list[Problem] = []
-        for klass in reversed(type(self).__mro__):
-            for check in vars(klass).values():
-                needs = getattr(check, _NEEDS, None)
-                if needs is None or any(_overlap(need, path) for need in needs for path in failed):
-                    continue
-                problems.extend(check(self))
-        return problems
-
-
-def _error_path(item: ErrorDetails) -> Location:
-    """Where an error is: its location, and below it the field a check of a whole model named
-    (`records.invalid(..., field=...)`)."""
-    field = (item.get("ctx") or {}).get("field")
-    return item["loc"] + (tuple(str(field).split(".")) if field else ())
-
-
-def _overlap(need: tuple[str, ...], path: Location) -> bool:
-    """Whether the field at `need` lies inside the one at `path`, or holds it."""
-    parts = tuple(str(part) for part in path)
-    return parts[: len(need)] == need or need[: len(parts)] == parts
-
-
-def _without_failed(
-    handler: ModelWrapValidatorHandler[Section], data: Any, failed: Sequence[Location]
-) -> Section | None:
-    """The section validated again with each failed value left out (so its default stands in:
-    no check that needs a failed field runs), or None where that cannot be done. A failed value
-    inside a list takes the whole list out, as its neighbours' positions must not shift."""
-    if not isinstance(data, dict) or not all(failed):
-        return None
-    pruned = copy.deepcopy(data)
-    for path in failed:
-        parent: dict[Any, Any] | None = None
-        key: Any = None
-        node: Any = pruned
-        for part in path:
-            if not isinstance(node, dict) or part not in node:
-                break
-            parent, key, node = node, part, node[part]
-        if parent is not None:
-            del parent[key]
-    token = _revalidating.set(True)
-    try:
-        return handler(pruned)
-    except ValidationError:
-        return None
-    finally:
-        _revalidating.reset(token)
-
-
-def _validation_error(
-    title: str, data: Any, found: Sequence[ErrorDetails], problems: Sequence[Problem]
-) -> ValidationError:
-    """One error holding the errors `found` and the `problems` of the checks across fields."""
-    details = [_init_details(item) for item in found]
-    for field, reason in problems:
-        location = tuple(int(p) if p.isdigit() else p for p in field.split(".")) if field else ()
-        details.append(
-            {
-                "type": PydanticCustomError("invalid", "{reason}", {"reason": reason}),
-                "loc": location,
-                "input": data,
-            }
-        )
-    return ValidationError.from_exception_data(title, details)
-
-
-def _init_details(item: ErrorDetails) -> InitErrorDetails:
-    """An error as found, in the form that raises it again."""
-    context = item.get("ctx")
-    kind = item["type"]
-    if kind in _ERROR_TYPES:
-        known: InitErrorDetails = {"type": kind, "loc": item["loc"], "input": item["input"]}
-        if context is not None:
-            known["ctx"] = context
-        return known
-    # A custom error (`records.invalid` and the like): its message stands as it was written.
-    template, values = (
-        ("{reason}", context)
-        if context is not None and "reason" in context
-        else ("{message}", {**(context or {}), "message": item["msg"]})
-    )
-    return {
-        "type": PydanticCustomError(kind, template, values),
-        "loc": item["loc"],
-        "input": item["input"],
-    }
-
-
-# --------------------------------------------------------------------------------------------
-# The default team: three agents on the embedded model that differ in prompting, decoding and
-# tool access, so the router has a real difference to learn.
-# --------------------------------------------------------------------------------------------
+@functools.cache
+def _default_team() -> tuple[AgentSpec, ...]:
+    text = files("agent_agency").joinpath(*_DEFAULT_TEAM_FILE).read_text(encoding="utf-8")
+    # As a file's `agents:` is read: strictly, through JSON (see `parse_config`).
+    return tuple(_TEAM.validate_json(json.dumps(yaml.safe_load(text)), strict=True))
 
 
 def default_team() -> list[AgentSpec]:
-    """Three agents on the embedded model. Their few-shot turns are written for this project
-    (none is a built-in task): a 135M model copies the form of what it is shown, so the
-    examples teach the answer formats (label only, a JSON instance, a tool call)."""
-    return [
-        AgentSpec(
-            name="direct",
-            system_prompt=(
-                "You are a precise assistant. Reply with only what is asked for: a label, a JSON "
-                "object, a number or the rewritten text. No explanation."
-            ),
-            few_shot=[
-                Message(
-                    role="user",
-                    content=(
-                        "Classify the sentiment of this review as one of: positive, negative, "
-                        "neutral.\nReply with the label only.\n\nReview: The soup was cold and "
-                        "the waiter ignored us."
-                    ),
-                ),
-                Message(role="assistant", content="negative"),
-                Message(
-                    role="user",
-                    content=(
-                        "Extract name, age, city from the text below. Reply with only a JSON "
-                        "object that matches this JSON schema:\n"
-                        '{"type": "object", "properties": {"name": {"type": "string"}, '
-                        '"age": {"type": "integer"}, "city": {"type": "string"}}, '
-                        '"required": ["name", "age", "city"]}\n\n'
-                        "Text: Priya is 27 and lives in Leeds."
-                    ),
-                ),
-                Message(role="assistant", content='{"name": "Priya", "age": 27, "city": "Leeds"}'),
-                Message(
-                    role="user",
-                    content=(
-                        "Rewrite the following message in a formal, professional tone. Keep "
-                        "every fact. Do not use contractions or slang, and do not use these "
-                        "phrases: 'hi all'.\n\nMessage: hi all, budget review's moved to 3pm "
-                        "tmrw, don't be late"
-                    ),
-                ),
-                Message(
-                    role="assistant",
-                    content=(
-                        "Dear colleagues, the budget review has been moved to 3 p.m. tomorrow. "
-                        "Please be punctual."
-                    ),
-                ),
-            ],
-            temperature=0.0,
-            max_tokens=192,
-            capabilities=["text", "code", "math", "extraction", "classification"],
-        ),
-        AgentSpec(
-            name="stepwise",
-            system_prompt=(
-                "You are a careful assistant. Think briefly step by step, then give the final "
-                "answer on the last line."
-            ),
-            few_shot=[
-                Message(role="user", content="Tom has 3 apples and buys 4 more. How many now?"),
-                Message(role="assistant", content="3 + 4 = 7.\nAnswer: 7"),
-                Message(
-                    role="user",
-                    content="Classify the sentiment (positive/negative): 'I loved this film.'",
-                ),
-                Message(role="assistant", content="The speaker loved it.\nAnswer: positive"),
-            ],
-            temperature=0.2,
-            max_tokens=256,
-            tools_enabled=True,
-            capabilities=["text", "code", "math", "extraction", "classification", "tools"],
-        ),
-        AgentSpec(
-            name="toolsmith",
-            system_prompt=(
-                "You are an assistant that uses tools whenever a tool can compute the answer. "
-                "After a tool result, reply with 'Answer: <result>'."
-            ),
-            few_shot=[
-                Message(
-                    role="user",
-                    content=(
-                        "What is 1234 × 5678? Use the calculator tool to compute it, then reply "
-                        "with the exact result as 'Answer: <n>'."
-                    ),
-                ),
-                Message(role="assistant", content='CALL calculator {"expression": "1234 * 5678"}'),
-                Message(role="tool", name="calculator", content="7006652"),
-                Message(role="assistant", content="Answer: 7006652"),
-            ],
-            temperature=0.0,
-            max_tokens=128,
-            tools_enabled=True,
-            capabilities=["math", "tools", "extraction", "classification", "text"],
-        ),
-    ]
-
-
-# --------------------------------------------------------------------------------------------
-# Sections
-# --------------------------------------------------------------------------------------------
-
-
-class BreakerSettings(Section):
-    failure_threshold: int = Field(default=3, gt=0, description="consecutive failures to open")
-    cooldown_s: float = Field(
-        default=30.0,
-        gt=0,  # also how long an unanswered probe holds the probe slot: 0 would let every call in
-        le=86_400,
-        description="seconds before half-open (more than 0, at most a day)",
-    )
-
-
-class RoutingSettings(Section):
-    strategy: RoutingStrategy = RoutingStrategy.THOMPSON
-    per_task_type: dict[str, RoutingStrategy] = Field(default_factory=dict)
-    epsilon: float = Field(default=0.1, ge=0.0, le=1.0)
-    epsilon_decay: float = Field(default=0.999, gt=0.0, le=1.0)
-    # Exploration weights: far above a useful value at 100, and low enough that scores times
-    # them stay finite.
-    ucb_c: float = Field(default=2.0, gt=0.0, le=100.0)
-    linear_alpha: float = Field(default=1.0, gt=0.0, le=100.0)
-    quality_weight: float = Field(
-        default=0.5, ge=0.0, le=1.0, description="weight of quality vs success in the reward"
-    )
-    inherit_prior_weight: float = Field(
-        default=0.5, ge=0.0, le=1.0, description="share of a parent's evidence a new version gets"
-    )
-    fallback: bool = True
-    breaker: BreakerSettings = Field(default_factory=BreakerSettings)
-    seed: int | None = Field(default=None, ge=0)
-    propensity_draws: int = Field(
-        default=64, gt=0, description="posterior draws that estimate Thompson propensities"
-    )
-    context_task_types: list[str] = Field(
-        default_factory=list, description="task types with their own slot in contextual features"
-    )
-    context_features: list[str] = Field(
-        default_factory=list, description="Task.features names with their own contextual slot"
-    )
-    context_hash_buckets: int = Field(
-        default=8, gt=0, description="hashed slots for other task types and other features"
-    )
-
-    def strategy_for(self, task_type: str) -> RoutingStrategy:
-        return self.per_task_type.get(task_type, self.strategy)
-
-
-class GateSpec(Section):
-    name: str
-    threshold: float = Field(default=1.0, ge=0.0, le=1.0)
-    mandatory: bool = True
-    params: dict[str, Any] = Field(default_factory=dict)
-
-    # The gates live in caws.gates, which imports this module: import them when validating.
-
-    @field_validator("name")
-    @classmethod
-    def _known_gate(cls, name: str) -> str:
-        from agent_agency.caws.gates import GATES, gate_names
-
-        if name not in GATES:
-            raise invalid(f"unknown gate {name!r}; known gates: {', '.join(gate_names())}")
-        return name
-
-    @field_validator("params")
-    @classmethod
-    def _params_fit_the_gate(cls, params: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
-        from agent_agency.caws.gates import GATES
-
-        gate = info.data.get("name")  # absent when the name was invalid: reported already
-        if gate is None:
-            return params
-        try:
-            GATES[gate].params_model.model_validate(params)
-        except ValidationError as error:
-            items = error.errors()
-            if len(items) == 1 and items[0]["loc"]:  # named as `params.<field>`
-                field = ".".join(str(part) for part in items[0]["loc"])
-                raise invalid(f"{error_reason(items[0])} (gate {gate!r})", field=field) from None
-            problems = "; ".join(
-                f"{'.'.join(str(part) for part in item['loc']) or '(top level)'}: "
-                f"{error_reason(item)}"
-                for item in items
-            )
-            raise invalid(f"{problems} (gate {gate!r})") from None
-        return params
-
-
-def _not_blank(text: str) -> str:
-    if not text.strip():
-        raise invalid("must not be empty or blank")
-    return text
-
-
-class JudgeSpec(Section):
-    """A model judge: a configured agent's backend grading answers against `criteria`."""
-
-    name: Annotated[str, AfterValidator(_not_blank)]
-    agent: str = Field(description="name of a configured agent whose backend judges")
-    criteria: Annotated[str, AfterValidator(_not_blank)]
-    task_types: list[str] = Field(default_factory=list, description="empty means every type")
-    max_retries: int = Field(default=1, ge=0)
-
-
-# Weights are relative (the rubric is their weighted mean); the bound keeps their sum finite.
-MAX_RUBRIC_WEIGHT = 1_000.0
-
-
-class EvaluationSettings(Section):
-    max_iterations: int = Field(default=2, ge=1, description="attempts, feedback in between")
-    gates: dict[str, list[GateSpec]] = Field(
-        default_factory=dict, description="extra gates per task type ('*' for every type)"
-    )
-    weights: dict[str, float] = Field(
-        default_factory=lambda: {
-            "format": 0.1,
-            "tool": 0.1,
-            "task": 0.5,
-            "minimal": 0.1,
-            "cost": 0.1,
-            "safety": 0.1,
-        }
-    )
-    pass_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
-    judges: list[JudgeSpec] = Field(default_factory=list)
-
-    @cross_field_check("weights")
-    def _weights_known_and_positive(self) -> Iterator[Problem]:
-        known = {"format", "tool", "task", "minimal", "cost", "safety"}
-        valid = True
-        for name, weight in self.weights.items():
-            if name not in known:
-                valid = False
-                reason = f"unknown rubric weight {name!r}; known: {', '.join(sorted(known))}"
-                yield f"weights.{name}", reason
-            elif not 0 <= weight <= MAX_RUBRIC_WEIGHT:
-                valid = False
-                reason = f"must be between 0 and {MAX_RUBRIC_WEIGHT:g}, got {weight}"
-                yield f"weights.{name}", reason
-        if valid and sum(self.weights.values()) <= 0:
-            yield "weights", "rubric weights must not all be zero"
-
-    @cross_field_check("gates")
-    def _gates_apply_to_their_task_type(self) -> Iterator[Problem]:
-        from agent_agency.caws.gates import GATES
-
-        for task_type, specs in self.gates.items():
-            for index, spec in enumerate(specs):
-                reason = GATES[spec.name].never_applies_to(task_type)
-                if reason is not None:
-                    yield f"gates.{task_type}.{index}.name", reason
-
-
-_DATABASE_URL_EXAMPLES = "sqlite:///agency.db or postgresql+psycopg://user@host/db"
-
-
-def check_database_url(url: str) -> str:
-    """`url` when SQLAlchemy can parse it and knows its kind of database; `ValueError` saying what
-    is expected otherwise."""
-    try:
-        parsed = make_url(url)
-    except (ArgumentError, ValueError):  # ValueError: a port that is no number
-        raise ValueError(
-            f"{url!r} is not a database URL (expected e.g. {_DATABASE_URL_EXAMPLES})"
-        ) from None
-    try:
-        parsed.get_dialect()
-    except NoSuchModuleError:  # e.g. postgres://, which libpq takes but SQLAlchemy does not
-        raise ValueError(
-            f"{url!r} names no kind of database SQLAlchemy knows ({parsed.drivername!r}; "
-            f"expected e.g. {_DATABASE_URL_EXAMPLES})"
-        ) from None
-    return url
-
-
-class StorageSettings(Section):
-    url: Annotated[str, AfterValidator(check_database_url)] = "sqlite:///agency.db"
-
-    batch_size: int = Field(default=256, gt=0)
-    flush_interval_s: float = Field(default=0.5, gt=0)
-
-
-def _builtin_suite(name: str) -> str:
-    from agent_agency.tasks.suites import check_builtin_suites  # loads the task package
-
-    try:
-        check_builtin_suites([name])
-    except ValueError as error:
-        raise invalid(str(error)) from None
-    return name
-
-
-class RunSettings(Section):
-    tasks: int = Field(default=60, gt=0)
-    concurrency: int = Field(
-        default=2, gt=0, description="tasks in flight; the embedded model serves one at a time"
-    )
-    split: SplitChoice = "train"
-    suites: list[Annotated[str, AfterValidator(_builtin_suite)]] = Field(
-        default_factory=list,
-        description="built-in suite names; empty means all (none beside task files of --suite)",
-    )
-    seed: int = 0
-    task_timeout_s: float = Field(default=120.0, gt=0)
-    max_tool_turns: int = Field(default=3, ge=1)
-    summary_json: str = "agency-run.json"
-    agents: list[str] = Field(
-        default_factory=list, description="names of the configured agents to use; empty means all"
-    )
-
-
-class AnonymizationPolicy(Section):
-    """Which anonymization rules run before a data point is stored; recorded on each point."""
-
-    hash_tenant: bool = Field(default=True, description="tenant ids → HMAC-SHA256 keyed hashes")
-    remove_user_ids: bool = True
-    generalize_paths: bool = Field(default=True, description="/a/b/file.ts → /[PATH]/[FILE].ts")
-    rename_identifiers: bool = Field(
-        default=False, description="Python code: userName → var1, calculateTotal → func1 (optional)"
-    )
-    redact_text_pii: bool = Field(default=True, description="Presidio regex-only + own recognizers")
-    reward_noise: bool = Field(
-        default=False, description="Laplace noise on rewards, for sharing data across tenants"
-    )
-    noise_scale: float = Field(default=0.1, gt=0, description="Laplace scale b")
-    reward_sensitivity: float = Field(default=0.1, gt=0, description="L1 sensitivity of a reward")
-
-
-# Presidio's own default for its phone recognizer (`phonenumbers` matching run once per region).
-DEFAULT_PHONE_REGIONS: tuple[str, ...] = ("US", "GB", "DE", "FR", "IL", "IN", "CA", "BR")
-
-
-def _phone_region(code: str) -> str:
-    """A region `phonenumbers` has formats for, upper-cased (`us` means US)."""
-    region = code.upper()
-    if region in DEFAULT_PHONE_REGIONS:  # known good: no need to import phonenumbers (~30 ms)
-        return region
-    from phonenumbers import SUPPORTED_REGIONS
-
-    if region not in SUPPORTED_REGIONS:
-        raise ValueError(
-            f"{code!r} is not a region phonenumbers knows: give ISO 3166-1 alpha-2 codes "
-            "such as US, GB or DE"
-        )
-    return region
-
-
-class PoolSettings(Section):
-    anonymization: AnonymizationPolicy = Field(default_factory=AnonymizationPolicy)
-    tenant_hash_secret_env: str = "AGENCY_TENANT_SECRET"
-    secret_file: str | None = Field(
-        default=None, description="where a generated secret is kept; default ~/.config/agent-agency"
-    )
-    epsilon_budget_per_tenant: float = Field(default=10_000.0, gt=0)
-    hot_days: int = Field(default=7, gt=0)
-    warm_days: int = Field(default=90, gt=0)
-    cold_days: int = Field(default=730, gt=0, description="daily aggregates kept, then deleted")
-    pii_phone_regions: list[Annotated[str, AfterValidator(_phone_region)]] = Field(
-        default_factory=lambda: list(DEFAULT_PHONE_REGIONS),
-        min_length=1,
-        description=(
-            "regions (ISO 3166-1 alpha-2 codes, any case, kept upper-case) whose national phone "
-            "formats Presidio's phone recognizer matches, one `phonenumbers` pass each (~0.15 ms "
-            "per phone-like string per region); international +CC numbers are found under any "
-            "region. Default: Presidio's 8"
-        ),
-    )
-
-    @cross_field_check("hot_days", "warm_days", "cold_days")
-    def _tiers_ordered(self) -> Iterator[Problem]:
-        if not self.hot_days < self.warm_days < self.cold_days:
-            tiers = f"{self.hot_days}, {self.warm_days}, {self.cold_days}"
-            yield "", f"tiers must satisfy hot_days < warm_days < cold_days, got {tiers}"
+    """The default team of `agents/default_team.yaml`: three agents on the embedded model that
+    differ in prompting, decoding and tool access, so the router has a real difference to learn.
+    Fresh copies: the caller may change them."""
+    return [spec.model_copy(deep=True) for spec in _default_team()]
 
 
 class AgencyConfig(Section):
-    agents: list[AgentSpec] = Field(default_factory=default_team)
-    routing: RoutingSettings = Field(default_factory=RoutingSettings)
-    evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
-    storage: StorageSettings = Field(default_factory=StorageSettings)
-    run: RunSettings = Field(default_factory=RunSettings)
-    pool: PoolSettings = Field(default_factory=PoolSettings)
+    agents: list[AgentSpec] = Field(
+        default_factory=default_team,
+        description="the agents the router chooses among; an entry named like a default agent "
+        "(direct, stepwise, toolsmith) starts from that agent's settings",
+    )
+    routing: RoutingSettings = Field(
+        default_factory=RoutingSettings,
+        description="how the router chooses an agent for each task",
+    )
+    evaluation: EvaluationSettings = Field(
+        default_factory=EvaluationSettings,
+        description="how answers are graded: attempts, gates, rubric weights and judges",
+    )
+    storage: StorageSettings = Field(
+        default_factory=StorageSettings,
+        description="the database records are written to, and how they are written",
+    )
+    run: RunSettings = Field(
+        default_factory=RunSettings,
+        description="what `agency run` takes and how its tasks run",
+    )
+    pool: PoolSettings = Field(
+        default_factory=PoolSettings,
+        description="the benchmark data pool: anonymization, privacy budget, retention tiers",
+    )
 
     @field_validator("agents", mode="before")
     @classmethod
@@ -597,7 +95,7 @@ class AgencyConfig(Section):
         `- name: direct` in a file means the default `direct`; fields it sets override them."""
         if not isinstance(value, list):
             return value
-        defaults = {spec.name: spec.model_dump(exclude_defaults=True) for spec in default_team()}
+        defaults = {spec.name: spec.model_dump(exclude_defaults=True) for spec in _default_team()}
         return [
             {**defaults[entry["name"]], **entry}
             if isinstance(entry, dict) and entry.get("name") in defaults
@@ -617,6 +115,16 @@ class AgencyConfig(Section):
             else:
                 seen[agent.key] = index
         yield from self._parents_form_no_cycle()
+
+    @cross_field_check("agents")
+    def _backends_registered(self) -> Iterator[Problem]:
+        from agent_agency.agents.registry import backend_names
+
+        known = backend_names()
+        for index, agent in enumerate(self.agents):
+            if agent.backend not in known:
+                reason = f"unknown backend {agent.backend!r}; known backends: {', '.join(known)}"
+                yield f"agents.{index}.backend", reason
 
     @cross_field_check("agents", "run.agents")
     def _run_agents_known(self) -> Iterator[Problem]:
@@ -683,17 +191,6 @@ class AgencyConfig(Section):
         raise KeyError(f"unknown agent {name!r}; configured agents: {known}")
 
 
-def _format_validation_error(source: str, error: ValidationError) -> str:
-    lines = [f"{source}: invalid configuration"]
-    for item in error.errors():
-        context = item.get("ctx", {})
-        parts = [str(part) for part in item["loc"]]
-        if context.get("field"):  # named by a validator of the whole model at `loc`
-            parts.append(context["field"])
-        lines.append(f"  {'.'.join(parts) or '(top level)'}: {error_reason(item)}")
-    return "\n".join(lines)
-
-
 def config_path(explicit: str | Path | None = None) -> Path | None:
     """The file to read: explicit path, then $AGENCY_CONFIG, then ./agency.yaml if present."""
     if explicit is not None:
@@ -706,23 +203,108 @@ def config_path(explicit: str | Path | None = None) -> Path | None:
 
 
 def parse_config(data: Any, source: str = "<config>") -> AgencyConfig:
+    """The configuration `data` (as YAML reads a file) holds; `ConfigError` naming `source` and
+    every field at fault otherwise."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: top level must be a mapping, got {type(data).__name__}")
+    unread: list[Problem] = []
+    data = _readable(data, "", unread)
     try:
         # As JSON, strictly: `hash_tenant: 0`, `tasks: "5"` or `seed: 3.0` is a type error, not
         # quietly converted (`false`, `5`, `3`); JSON's own forms (a number for a float, a string
         # for an enum or a path) are accepted. A value YAML reads that JSON has no form for (an
         # unquoted date) is read as its text.
-        return AgencyConfig.model_validate_json(json.dumps(data, default=str), strict=True)
+        config = AgencyConfig.model_validate_json(json.dumps(data, default=str), strict=True)
     except ValidationError as error:
-        raise ConfigError(_format_validation_error(source, error)) from None
+        # A number too long to read stands as null: an error about that null would only say
+        # again, less clearly, what `unread` says.
+        found = [
+            problem
+            for problem in problems_of(error)
+            if not any(_inside(problem[0], field) for field, _ in unread)
+        ]
+        raise ConfigError(_invalid(source, [*unread, *found])) from None
+    if unread:
+        raise ConfigError(_invalid(source, unread))
+    return config
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """YAML's safe loader, refusing a mapping that names a key twice: plain YAML keeps the last
-    value, so a setting written twice (`run:` in two places) would silently lose the first."""
+def _invalid(source: str, problems: list[Problem]) -> str:
+    lines = [f"{source}: invalid configuration"]
+    lines.extend(f"  {field or '(top level)'}: {reason}" for field, reason in problems)
+    return "\n".join(lines)
+
+
+def _inside(field: str, outer: str) -> bool:
+    return field == outer or field.startswith(f"{outer}.")
+
+
+class _LongNumber:
+    """A number in the file longer than MAX_NUMBER_CHARS, left unconverted (Python refuses to
+    convert one of over 4,300 digits, and no setting needs more than a few)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        length = len(self.text)
+        return f"a number of {length:,} characters, too long to read (at most {MAX_NUMBER_CHARS})"
+
+
+def _readable(node: Any, path: str, unread: list[Problem]) -> Any:
+    """`node` with each number too long to read replaced by null (and a problem for it added to
+    `unread`), and each mapping key JSON has no form for (a date) replaced by its text."""
+    if isinstance(node, _LongNumber):
+        unread.append((path, str(node)))
+        return None
+    if isinstance(node, list):
+        return [_readable(item, _joined(path, index), unread) for index, item in enumerate(node)]
+    if not isinstance(node, dict):
+        return node
+    readable: dict[Any, Any] = {}
+    for key, value in node.items():
+        if isinstance(key, _LongNumber):
+            unread.append((path, f"a key is {key}"))
+            continue
+        name = key if key is None or isinstance(key, str | int | float | bool) else str(key)
+        readable[name] = _readable(value, _joined(path, name), unread)
+    return readable
+
+
+def _joined(path: str, key: object) -> str:
+    name = json.dumps(key) if key is None or isinstance(key, bool) else str(key)
+    return f"{path}.{name}" if path else name
+
+
+class _Refused(Exception):
+    """The file is valid YAML but beyond what a configuration may be; the message says why."""
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a mapping that names a key twice (plain YAML keeps the last
+    value, so a setting written twice, `run:` in two places, would silently lose the first), and
+    refusing, before it is built, a document nested too deep or whose aliases expand it too far.
+    A number too long to convert is kept as a `_LongNumber`, reported as its field's error."""
+
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                line = self.peek_event().start_mark.line + 1  # type: ignore[no-untyped-call]
+                raise _Refused(f"line {line}: values nested more than {MAX_DEPTH} levels deep")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def get_single_node(self) -> yaml.Node | None:
+        node = super().get_single_node()
+        if node is not None:
+            _check_expansion(node)
+        return node
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
@@ -736,6 +318,64 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+    def construct_number(self, node: yaml.ScalarNode) -> int | _LongNumber:
+        text = self.construct_scalar(node)
+        if len(text) > MAX_NUMBER_CHARS:
+            return _LongNumber(text)
+        return self.construct_yaml_int(node)
+
+
+_ConfigLoader.add_constructor("tag:yaml.org,2002:int", _ConfigLoader.construct_number)
+
+
+def _children(node: yaml.Node) -> Iterator[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            yield key
+            yield value
+    elif isinstance(node, yaml.SequenceNode):
+        yield from node.value
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """`_Refused` where the document, with each alias replaced by the value it names, would hold
+    more than MAX_ALIAS_EXPANSION values beyond those written, nest more than MAX_DEPTH deep, or
+    never end (a value holding an alias of itself). An alias is the node it names, shared: each
+    node is visited once, its expanded size and depth counted from its children's."""
+    size: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    open_nodes: set[int] = set()  # on the path from the root to the node visited
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            open_nodes.discard(key)
+            children = [id(child) for child in _children(node)]
+            size[key] = 1 + sum(size[child] for child in children)
+            depth[key] = 1 + max((depth[child] for child in children), default=0)
+            if depth[key] > MAX_DEPTH:
+                line = node.start_mark.line + 1
+                raise _Refused(
+                    f"line {line}: values nested more than {MAX_DEPTH} levels deep, aliases "
+                    "expanded"
+                )
+            continue
+        if key in size:
+            continue
+        if key in open_nodes:
+            line = node.start_mark.line + 1
+            raise _Refused(f"line {line}: a value holds an alias of itself, so it would never end")
+        open_nodes.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node))
+    if size[id(root)] - len(size) > MAX_ALIAS_EXPANSION:
+        raise _Refused(
+            f"its YAML aliases (*name) would expand it by more than {MAX_ALIAS_EXPANSION:,} "
+            "values, far beyond any configuration: refused, as such a file (an alias bomb) can "
+            "take all memory"
+        )
 
 
 def _yaml_problem(error: yaml.YAMLError) -> str:
@@ -757,7 +397,14 @@ def load_config(path: str | Path | None = None) -> AgencyConfig:
     if not resolved.exists():
         raise ConfigError(f"{resolved}: configuration file not found")
     try:
-        data = yaml.load(resolved.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
+        with resolved.open("rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise _Refused(
+                f"larger than {MAX_CONFIG_BYTES // (1024 * 1024)} MiB, the most a configuration "
+                "file may be"
+            )
+        data = yaml.load(raw.decode("utf-8"), Loader=_ConfigLoader)
     except OSError as error:
         raise ConfigError(
             f"{resolved}: cannot read configuration file: {error.strerror or error}"
@@ -768,4 +415,6 @@ def load_config(path: str | Path | None = None) -> AgencyConfig:
         ) from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{resolved}: {_yaml_problem(error)}") from None
+    except _Refused as refused:
+        raise ConfigError(f"{resolved}: {refused}") from None
     return parse_config(data, source=str(resolved))

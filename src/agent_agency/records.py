@@ -205,9 +205,6 @@ class Completion(Record):
     finish_reason: str | None = None
 
 
-BackendKind = Literal["local", "openai_compat", "scripted"]
-
-
 EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
 
 
@@ -236,10 +233,28 @@ class AgentSpec(Record):
     """An agent: a backend, a model, and how it is prompted and decoded."""
 
     # name@version is the agent's key, stored in AGENT_MAX-long columns
-    name: str = Field(min_length=1, max_length=AGENT_MAX - 50)
-    version: str = Field(default="1", max_length=49)
-    parent: str | None = Field(default=None, description="'name@version' this agent derives from")
-    backend: BackendKind = "local"
+    name: str = Field(
+        min_length=1,
+        max_length=AGENT_MAX - 50,
+        description="the agent's name; with its version, its key name@version",
+    )
+    version: str = Field(
+        default="1",
+        max_length=49,
+        description="the agent's version: one name may be configured in several versions",
+    )
+    parent: str | None = Field(
+        default=None,
+        description="the agent this one derives from (name@version, or name for its first "
+        "version); a new version starts from a share of its parent's routing evidence",
+    )
+    backend: str = Field(
+        default="local",
+        min_length=1,
+        description="what runs the agent: local (the embedded model or a .gguf file), "
+        "openai_compat (an OpenAI-compatible server), scripted (a labelled simulation), or a "
+        "backend added with agent_agency.agents.register_backend",
+    )
     model: str = Field(
         default="SmolLM2-135M-Instruct",
         description="local: the embedded model or a .gguf path; openai_compat: the served name",
@@ -248,23 +263,54 @@ class AgentSpec(Record):
         default=None,
         description=f"openai_compat: the server's URL; without it, ${BASE_URL_ENV} when it runs",
     )
-    api_key_env: str = "OPENAI_API_KEY"
-    system_prompt: str = "You are a helpful assistant. Answer concisely."
-    few_shot: list[Message] = Field(default_factory=list)
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
-    max_tokens: int = Field(default=256, gt=0)
-    tools_enabled: bool = False
+    api_key_env: str = Field(
+        default="OPENAI_API_KEY",
+        description="openai_compat: environment variable holding the server's API key",
+    )
+    system_prompt: str = Field(
+        default="You are a helpful assistant. Answer concisely.",
+        description="the system message each of the agent's model calls starts with",
+    )
+    few_shot: list[Message] = Field(
+        default_factory=list,
+        description="example turns (role and content; tool turns name their tool) sent after "
+        "the system prompt, before the task",
+    )
+    temperature: float = Field(
+        default=0.0, ge=0.0, le=2.0, description="sampling temperature, 0 to 2; 0 is greedy"
+    )
+    top_p: float = Field(
+        default=1.0,
+        gt=0.0,
+        le=1.0,
+        description="nucleus sampling: draw from the likeliest tokens whose probabilities sum to "
+        "top_p (more than 0, at most 1; 1 keeps every token)",
+    )
+    max_tokens: int = Field(
+        default=256, gt=0, description="most tokens the model may generate in one reply"
+    )
+    tools_enabled: bool = Field(
+        default=False,
+        description="offer the task's tools to the agent; without them it answers unaided",
+    )
     tool_mode: Literal["native", "prompt"] = Field(
         default="native",
         description="openai_compat: 'native' sends OpenAI `tools`; 'prompt' describes them in the "
         "system prompt and parses calls from the text (the local backend always uses 'prompt')",
     )
-    capabilities: list[str] = Field(default_factory=list)
+    capabilities: list[str] = Field(
+        default_factory=list,
+        description="what the agent can do (e.g. math, code, tools); the router prefers agents "
+        "that declare every requirement of a task",
+    )
     max_concurrency: int = Field(
         default=4, gt=0, description="model calls at once, its calls as a judge included"
     )
-    timeout_s: float = Field(default=60.0, gt=0)
+    timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="seconds one model call may take; a call over it fails (fallback may follow)",
+    )
     skills: dict[str, float] = Field(
         default_factory=dict,
         description="scripted backend only: probability of a correct answer per task type",
@@ -446,6 +492,11 @@ class GateResult(Record):
     threshold: float = Field(ge=0.0, le=1.0)
     mandatory: bool
     reason: str = ""
+    judged: bool = Field(
+        default=True,
+        description="False when the gate could not judge the answer (its check or the task's "
+        "grader failed; `reason` says why): then it did not pass, and the agent got no feedback",
+    )
 
 
 RubricDimension = Literal["format", "tool", "task", "minimal", "cost", "safety"]

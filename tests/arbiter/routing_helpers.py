@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_agency.config import RoutingSettings
+from agent_agency.arbiter.settings import RoutingSettings
 from agent_agency.records import AgentSpec, GraderSpec, RoutingStrategy, Task
 
 

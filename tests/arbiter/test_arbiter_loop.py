@@ -16,10 +16,10 @@ from agent_agency.agents.scripted import ScriptedBackend
 from agent_agency.arbiter.arbiter import Arbiter, agent_slots
 from agent_agency.arbiter.breaker import BreakerState
 from agent_agency.arbiter.router import Router
-from agent_agency.cli.routing import CANCELLED, LoggedOutcomes, read_logged_outcomes
 from agent_agency.caws.audit import AuditLog
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.caws.judges import Judge
+from agent_agency.cli.routing import CANCELLED, LoggedOutcomes, read_logged_outcomes
 from agent_agency.config import AgencyConfig, parse_config
 from agent_agency.pool.queries import refused_tasks
 from agent_agency.pool.schema import data_points, executions, spans

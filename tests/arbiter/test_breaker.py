@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from agent_agency.arbiter.breaker import BreakerState, CircuitBreakers
-from agent_agency.config import BreakerSettings
+from agent_agency.arbiter.settings import BreakerSettings
 
 
 class FakeClock:

@@ -9,8 +9,10 @@ from routing_helpers import agents, settings, task
 
 from agent_agency.arbiter.breaker import BreakerState
 from agent_agency.arbiter.router import NoAgentAvailable, Router
-from agent_agency.config import ConfigError, RoutingSettings, parse_config
+from agent_agency.arbiter.settings import RoutingSettings
+from agent_agency.config import parse_config
 from agent_agency.records import AgentSpec, RoutingDecision, RoutingStrategy
+from agent_agency.sections import ConfigError
 
 ALL = list(RoutingStrategy)
 

@@ -274,20 +274,6 @@ def test_evaluate_names_a_database_that_does_not_exist_and_creates_none(tmp_path
     assert not missing.exists()
 
 
-def test_the_readme_documents_the_reward_routing_evaluate_estimates() -> None:
-    from agent_agency.arbiter.bandits import reward
-    from agent_agency.config import RoutingSettings
-
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    row = next(line for line in readme.splitlines() if line.startswith("| `agency routing eval"))
-    weight = RoutingSettings().quality_weight
-    assert "reward is (1 − w)·success + w·quality" in row
-    assert f"w = `routing.quality_weight` (default {weight}, in [0, 1]" in row
-    assert "That is not the pool's reward" in row
-    # the formula as documented is the one the estimates use
-    assert reward(True, 0.2, 0.25) == pytest.approx(0.75 * 1.0 + 0.25 * 0.2)
-
-
 def test_an_effective_sample_size_never_shows_as_a_threshold_it_is_below() -> None:
     from agent_agency.cli.routing import effective_sample_size_text
 

@@ -19,7 +19,8 @@ from agent_agency.caws.gates import (
 )
 from agent_agency.caws.minimal_diff import minimal_diff_metrics, scaffolding_findings
 from agent_agency.caws.rubric import gated_score
-from agent_agency.config import ConfigError, EvaluationSettings, GateSpec, parse_config
+from agent_agency.caws.settings import EvaluationSettings, GateSpec
+from agent_agency.config import parse_config
 from agent_agency.records import (
     Evaluation,
     Execution,
@@ -30,6 +31,7 @@ from agent_agency.records import (
     ToolSpec,
     ToolUse,
 )
+from agent_agency.sections import ConfigError
 from agent_agency.tasks.suites import load_builtin
 
 ORIGINAL = '''def count_vowels(text: str) -> int:

@@ -12,7 +12,7 @@ from agent_agency.agents.base import Backend, BackendError
 from agent_agency.agents.scripted import ScriptedBackend
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.caws.judges import Judge, JudgeReplyError, parse_verdict
-from agent_agency.config import EvaluationSettings
+from agent_agency.caws.settings import EvaluationSettings
 from agent_agency.records import (
     AgentSpec,
     Completion,

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from agent_agency.caws.evaluator import Evaluator
-from agent_agency.config import EvaluationSettings, GateSpec, parse_config
+from agent_agency.caws.settings import EvaluationSettings, GateSpec
+from agent_agency.config import parse_config
 from agent_agency.pool.store import Store
 from agent_agency.records import (
     Evaluation,

@@ -11,7 +11,7 @@ import pytest
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.caws.judges import Judge
 from agent_agency.caws.rubric import gated_score
-from agent_agency.config import EvaluationSettings
+from agent_agency.caws.settings import EvaluationSettings
 from agent_agency.records import (
     Completion,
     Evaluation,

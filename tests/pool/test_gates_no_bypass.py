@@ -15,10 +15,8 @@ from hypothesis import strategies as st
 from pool_records import make_point, unvalidated
 from sqlalchemy import func, select
 
-from agent_agency.config import AnonymizationPolicy
 from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer, hash_tenant
-from agent_agency.privacy.pii import find_pii, pii_entities
 from agent_agency.pool.prepare import prepare_batch
 from agent_agency.pool.queries import validate_quality
 from agent_agency.pool.store import Store
@@ -29,6 +27,8 @@ from agent_agency.pool.validation import (
     identifying_fields,
     identifying_values,
 )
+from agent_agency.privacy.pii import find_pii, pii_entities
+from agent_agency.privacy.settings import AnonymizationPolicy
 from agent_agency.records import DataPoint, Message, ToolCall, utcnow
 
 

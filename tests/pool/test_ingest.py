@@ -10,12 +10,13 @@ import pytest
 from pool_records import T0, make_point, unvalidated
 from sqlalchemy import func, select
 
-from agent_agency.config import AnonymizationPolicy, PoolSettings
 from agent_agency.pool import schema
 from agent_agency.pool import store as store_module
 from agent_agency.pool.prepare import collector_paused
 from agent_agency.pool.queries import BatchCriteria, get_batch
+from agent_agency.pool.settings import PoolSettings
 from agent_agency.pool.store import BUDGET_EXHAUSTED, Store
+from agent_agency.privacy.settings import AnonymizationPolicy
 from agent_agency.records import DataPoint, utcnow
 
 EMAIL = "jane.doe@example.com"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pool_records import make_records, make_task
 
-from agent_agency.config import AnonymizationPolicy
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.assemble import build_data_point
 from agent_agency.pool.validation import free_text_fields, free_texts, string_reasons
+from agent_agency.privacy.settings import AnonymizationPolicy
 from agent_agency.records import DataPoint, JudgeVerdict
 
 

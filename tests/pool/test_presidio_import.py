@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from agent_agency.privacy.pii import UNUSED_FRAMEWORKS
 
 SCRIPT = """\
@@ -74,3 +76,40 @@ def test_presidio_is_imported_without_installed_frameworks(tmp_path: Path) -> No
     assert done.returncode == 0, done.stderr
     assert "imported with Presidio: []" in done.stdout
     assert "imported afterwards: True" in done.stdout
+
+
+TRAINING_AFTER_PRESIDIO = """\
+from agent_agency.privacy import pii
+
+assert [finding.entity for finding in pii.find_pii("call 07400 123456")] == ["PHONE_NUMBER"]
+import torch
+import transformers
+from transformers import LlamaConfig, LlamaForCausalLM
+
+assert transformers.utils.is_torch_available()
+config = LlamaConfig(
+    vocab_size=32, hidden_size=8, intermediate_size=16, num_hidden_layers=1,
+    num_attention_heads=2, num_key_value_heads=2,
+)
+model = LlamaForCausalLM(config)
+loss = model(input_ids=torch.tensor([[1, 2, 3]]), labels=torch.tensor([[1, 2, 3]])).loss
+loss.backward()
+assert [finding.entity for finding in pii.find_pii("mail ann@example.org")] == ["EMAIL_ADDRESS"]
+print("trained after Presidio:", float(loss) > 0)
+"""
+
+
+def test_torch_and_transformers_train_in_a_process_that_imported_presidio_first() -> None:
+    """The training stage imports torch in the same process as the pool: hiding it from
+    Presidio's import must leave it whole for training afterwards (the real packages, not
+    stand-ins)."""
+    pytest.importorskip("torch", reason="needs the train extra")
+    pytest.importorskip("transformers", reason="needs the train extra")
+    completed = subprocess.run(
+        [sys.executable, "-c", TRAINING_AFTER_PRESIDIO],
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert completed.stdout.strip() == "trained after Presidio: True"

@@ -9,9 +9,10 @@ import pytest
 from pool_records import make_point
 from sqlalchemy import event, select
 
-from agent_agency.config import AnonymizationPolicy, PoolSettings
 from agent_agency.pool import schema
+from agent_agency.pool.settings import PoolSettings
 from agent_agency.pool.store import Store
+from agent_agency.privacy.settings import AnonymizationPolicy
 
 # ε = sensitivity / scale = 1 per released value; a point releases reward + 1 turn reward → 2
 SETTINGS = PoolSettings(

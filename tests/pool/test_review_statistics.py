@@ -14,8 +14,8 @@ from pydantic import ValidationError
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-from agent_agency.pool import schema
 from agent_agency.cli.pool import pool_app
+from agent_agency.pool import schema
 from agent_agency.pool.queries import (
     BatchCriteria,
     CollectionMetrics,
@@ -264,17 +264,17 @@ def test_stats_help_documents_the_window_json_and_complexity() -> None:
     assert "hot and warm" in text
 
 
-def test_readme_query_example_runs(
+def test_the_documented_query_example_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("**Querying the pool from Python**", 1)[1]
+    page = (Path(__file__).parents[2] / "docs/pool.md").read_text(encoding="utf-8")
+    section = page.split("### Querying", 1)[1]
     example = section.split("```python\n", 1)[1].split("```", 1)[0]
     monkeypatch.chdir(tmp_path)  # the example opens the default database, ./agency.db
     monkeypatch.delenv("AGENCY_CONFIG", raising=False)
     ingest_file("sqlite:///agency.db", tmp_path, [make_point("p", when=NOW).model_dump_json()])
     capsys.readouterr()
     namespace: dict[str, Any] = {}
-    exec(compile(example, "README.md", "exec"), namespace)
+    exec(compile(example, "docs/pool.md", "exec"), namespace)
     assert capsys.readouterr().out.splitlines() == ["100.0% clean", "direct 1 100%"]
     assert [point.id for point in namespace["batch"]] == ["p"]

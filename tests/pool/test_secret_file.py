@@ -12,8 +12,9 @@ from pool_records import make_point
 from typer.testing import CliRunner
 
 from agent_agency.cli.app import app
-from agent_agency.config import ConfigError, PoolSettings
+from agent_agency.pool.settings import PoolSettings
 from agent_agency.privacy.tenant_secret import TenantSecretError, load_tenant_secret
+from agent_agency.sections import ConfigError
 from scripted_config import ONE_SCRIPTED_AGENT
 
 runner = CliRunner()

@@ -7,7 +7,6 @@ import pytest
 from pool_records import T0, make_point, make_refusal, unvalidated
 from sqlalchemy import func, select
 
-from agent_agency.config import PoolSettings
 from agent_agency.pool import schema, tiers
 from agent_agency.pool.ingest_workers import ingest_batches
 from agent_agency.pool.prepare import prepare_batch
@@ -19,6 +18,7 @@ from agent_agency.pool.queries import (
     get_system_statistics,
     validate_quality,
 )
+from agent_agency.pool.settings import PoolSettings
 from agent_agency.pool.store import Store
 from agent_agency.pool.tiers import compact
 from agent_agency.records import utcnow

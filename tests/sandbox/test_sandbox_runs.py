@@ -159,3 +159,9 @@ def test_code_no_utf8_file_can_hold_fails_with_a_reason() -> None:
     )
     with pytest.raises(ValueError, match="files: 'helper.py' cannot be saved as UTF-8"):
         run_python("pass", files={"helper.py": "x = '\udcff'"})
+
+
+def test_the_example_of_the_sandbox_reference_runs() -> None:
+    page = (Path(__file__).parents[2] / "docs/sandbox.md").read_text(encoding="utf-8")
+    example = page.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(example, "docs/sandbox.md", "exec"), {})  # it asserts what it shows

@@ -1,7 +1,8 @@
 from pathlib import Path
 
-from agent_agency.tasks.bug_bank import FUNCTIONS
 from tools.generate_suites import SUITES_DIR, generate_suites, suite_jsonl, write_suites
+
+from agent_agency.tasks.bug_bank import FUNCTIONS
 
 
 def test_shipped_files_are_exactly_what_the_generator_produces() -> None:

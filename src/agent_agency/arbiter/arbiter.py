@@ -18,12 +18,14 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from agent_agency.agents.base import Backend, BackendError
 from agent_agency.agents.prompting import build_messages
 from agent_agency.arbiter.router import NoAgentAvailable, Router
+from agent_agency.arbiter.settings import RoutingSettings
 from agent_agency.caws.evaluator import Evaluator
-from agent_agency.config import AgencyConfig
+from agent_agency.caws.settings import EvaluationSettings
 from agent_agency.pool.assemble import build_data_point
 from agent_agency.records import (
     AgentSpec,
@@ -55,6 +57,29 @@ def agent_slots(specs: Iterable[AgentSpec]) -> dict[str, asyncio.Semaphore]:
     same ones to the `Arbiter` and to the judges that use these agents (`Judge(admission=...)`),
     so grading calls count against the limit too."""
     return {spec.key: asyncio.Semaphore(spec.max_concurrency) for spec in specs}
+
+
+class RunLimits(Protocol):
+    """What the arbiter reads of a run's settings (`run_settings.RunSettings` is one)."""
+
+    @property
+    def concurrency(self) -> int: ...
+    @property
+    def task_timeout_s(self) -> float: ...
+    @property
+    def max_tool_turns(self) -> int: ...
+
+
+class ArbiterConfig(Protocol):
+    """What the arbiter reads of the configuration (`config.AgencyConfig` is one)."""
+
+    @property
+    def routing(self) -> RoutingSettings: ...
+    @property
+    def evaluation(self) -> EvaluationSettings: ...
+    @property
+    def run(self) -> RunLimits: ...
+    def team(self) -> list[AgentSpec]: ...
 
 
 class AgentUnavailable(RuntimeError):
@@ -105,7 +130,7 @@ class TaskOutcome:
 class Arbiter:
     def __init__(
         self,
-        config: AgencyConfig,
+        config: ArbiterConfig,
         *,
         backends: Mapping[str, Backend],
         router: Router,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from agent_agency.config import BreakerSettings
+from agent_agency.arbiter.settings import BreakerSettings
 
 
 class BreakerState(StrEnum):

@@ -49,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent_agency.arbiter.bandits import FloatArray, reward
 from agent_agency.arbiter.router import Router
-from agent_agency.config import RoutingSettings
+from agent_agency.arbiter.settings import RoutingSettings
 from agent_agency.records import AgentSpec, RoutingDecision, RoutingStrategy
 
 Z_95 = 1.959963984540054

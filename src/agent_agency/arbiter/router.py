@@ -45,7 +45,7 @@ from agent_agency.arbiter.features import (
     logged_features,
     task_features,
 )
-from agent_agency.config import RoutingSettings
+from agent_agency.arbiter.settings import RoutingSettings
 from agent_agency.records import (
     AgentSpec,
     Complexity,

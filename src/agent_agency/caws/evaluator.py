@@ -36,7 +36,7 @@ from agent_agency.caws.rubric import (
     rubric_scores,
     turn_data,
 )
-from agent_agency.config import EvaluationSettings
+from agent_agency.caws.settings import EvaluationSettings
 from agent_agency.records import (
     Evaluation,
     Execution,
@@ -150,7 +150,11 @@ class Evaluator:
         judges = [judge for judge in self.judges if judge.applies_to(task)]
         if not judges:
             return []
-        passed = grade_result.passed if grade_result is not None else None
+        passed = (
+            grade_result.passed
+            if grade_result is not None and grade_result.error is None
+            else None  # no grade, or the grader failed: nothing for a judge to agree with
+        )
         return list(
             await asyncio.gather(
                 *(

@@ -16,7 +16,6 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from agent_agency.cli.routing import routing_app
 from agent_agency.cli.audit import audit_app
 from agent_agency.cli.options import (
     AgencyGroup,
@@ -34,10 +33,12 @@ from agent_agency.cli.options import (
     run_stoppable,
     sigterm_raises,
 )
-from agent_agency.config import AgencyConfig, ConfigError, parse_config
 from agent_agency.cli.pool import pool_app
+from agent_agency.cli.routing import routing_app
+from agent_agency.config import AgencyConfig, parse_config
 from agent_agency.pool.engine import shown_url
 from agent_agency.records import SplitChoice, utcnow
+from agent_agency.sections import ConfigError
 
 SPLITS: tuple[str, ...] = get_args(SplitChoice)
 

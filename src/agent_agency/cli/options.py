@@ -23,9 +23,11 @@ from rich.console import Console
 from sqlalchemy.exc import ArgumentError
 from typer.core import TyperGroup
 
-from agent_agency.config import AgencyConfig, ConfigError, check_database_url, load_config
+from agent_agency.config import AgencyConfig, load_config
 from agent_agency.db_errors import database_error_reason, is_locked
 from agent_agency.pool.engine import database_url, shown_url
+from agent_agency.pool.settings import check_database_url
+from agent_agency.sections import ConfigError
 
 if TYPE_CHECKING:
     from agent_agency.pool.store import Store

@@ -15,10 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Connection, Engine, Select, bindparam, case, func, select, true
 from sqlalchemy.sql.elements import ColumnElement
 
-from agent_agency.config import PoolSettings
 from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.prepare import prepare_batch
+from agent_agency.pool.settings import PoolSettings
 from agent_agency.pool.store import Store, check_points
 from agent_agency.pool.validation import RawPoint
 from agent_agency.records import DataPoint, Evaluation, to_utc, utcnow

@@ -23,7 +23,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 
-from agent_agency.config import PoolSettings
 from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.engine import (
@@ -51,9 +50,10 @@ from agent_agency.pool.prepare import (
     quarantine_row,
     report_key,
 )
+from agent_agency.pool.settings import PoolSettings
+from agent_agency.pool.validation import RawPoint
 from agent_agency.privacy.reward_noise import RewardNoise
 from agent_agency.privacy.tenant_secret import load_tenant_secret
-from agent_agency.pool.validation import RawPoint
 from agent_agency.records import (
     DataPoint,
     Evaluation,

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from agent_agency.config import DEFAULT_PHONE_REGIONS
+from agent_agency.privacy.settings import DEFAULT_PHONE_REGIONS
 
 # Each Presidio entity is only asked for when its cheap trigger matches somewhere in the text.
 PRESIDIO_TRIGGERS: dict[str, re.Pattern[str]] = {
@@ -237,8 +237,10 @@ _import_lock = threading.Lock()
 
 def import_presidio() -> None:
     """Import Presidio's analyzer without `UNUSED_FRAMEWORKS` (none is used in regex-only mode).
-    They stay importable afterwards, but spaCy and thinc, imported with Presidio, take them as
-    absent for the rest of the process (thinc's torch and CuPy support among them)."""
+    They stay importable afterwards: the training stage imports and trains with torch and
+    transformers in the same process (tested with the real packages). Only spaCy and thinc,
+    imported with Presidio, take them as absent for the rest of the process, which matters to a
+    transformer-based spaCy pipeline alone (none is used: the NLP engine is regex-only)."""
     if "presidio_analyzer" in sys.modules:
         return
     with _import_lock:

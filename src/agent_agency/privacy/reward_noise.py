@@ -11,7 +11,7 @@ from opendp.measurements import make_laplace
 from opendp.metrics import absolute_distance
 from opendp.mod import enable_features
 
-from agent_agency.config import AnonymizationPolicy
+from agent_agency.privacy.settings import AnonymizationPolicy
 
 enable_features("contrib")
 

@@ -8,10 +8,20 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from typing import Protocol
 
-from agent_agency.config import ConfigError, PoolSettings
+from agent_agency.sections import ConfigError
 
 DEFAULT_SECRET_FILE = Path("~/.config/agent-agency/secret")
+
+
+class SecretSettings(Protocol):
+    """Where the key is kept (`pool.settings.PoolSettings` is one)."""
+
+    @property
+    def tenant_hash_secret_env(self) -> str: ...
+    @property
+    def secret_file(self) -> str | None: ...
 
 
 class TenantSecretError(ConfigError):
@@ -19,7 +29,7 @@ class TenantSecretError(ConfigError):
     message names `pool.secret_file` (or the default file and how to choose another) and why."""
 
 
-def load_tenant_secret(settings: PoolSettings) -> bytes:
+def load_tenant_secret(settings: SecretSettings) -> bytes:
     """The HMAC key: `$<tenant_hash_secret_env>` if set, else the secret file (created once).
     A file that cannot be used raises `TenantSecretError`."""
     from_env = os.environ.get(settings.tenant_hash_secret_env)

@@ -1,6 +1,13 @@
 """Built-in verifiable task suites: loaders, graders, tools and reference answers."""
 
-from agent_agency.tasks.graders import GraderError, GradeResult, grade, grader_kinds
+from agent_agency.tasks.graders import (
+    GraderError,
+    GradeResult,
+    grade,
+    grader_kinds,
+    register_grader,
+    reward_function,
+)
 from agent_agency.tasks.reference import reference_answer, reference_tool_calls, wrong_answer
 from agent_agency.tasks.suites import (
     TaskFileError,
@@ -10,7 +17,14 @@ from agent_agency.tasks.suites import (
     load_suite_files,
     select_tasks,
 )
-from agent_agency.tasks.tools import CALCULATOR, ToolError, run_tool
+from agent_agency.tasks.tools import (
+    CALCULATOR,
+    ToolError,
+    register_tool,
+    run_tool,
+    tool_names,
+    tool_spec,
+)
 
 __all__ = [
     "CALCULATOR",
@@ -24,9 +38,14 @@ __all__ = [
     "load_builtin",
     "load_suite_file",
     "load_suite_files",
+    "register_grader",
+    "register_tool",
+    "reward_function",
     "reference_answer",
     "reference_tool_calls",
     "run_tool",
     "select_tasks",
+    "tool_names",
+    "tool_spec",
     "wrong_answer",
 ]

@@ -19,6 +19,7 @@ from agent_agency.records import SplitChoice, Task, error_reason
 from agent_agency.tasks.graders import GraderError, validate_grader_spec
 from agent_agency.tasks.humaneval import SUITE as HUMANEVAL_SUITE
 from agent_agency.tasks.humaneval import load_humaneval
+from agent_agency.tasks.tools import TOOLS
 
 SUITES_DIR = Path(__file__).parent / "suites"
 
@@ -65,6 +66,11 @@ def _task_problems(task: Task) -> list[str]:
     except GraderError as error:
         problems.append(str(error))
         tool = None
+    problems += [
+        f"tools.{index}.name: {TOOLS.unknown(spec.name)} (register_tool adds a tool)"
+        for index, spec in enumerate(task.tools)
+        if spec.name not in TOOLS
+    ]
     if PROMPT_CHARS_KEY in task.features:
         problems.append(str(reserved_feature_error(f"features.{PROMPT_CHARS_KEY}")))
     if tool is not None:

@@ -1,12 +1,25 @@
-"""Tools offered to agents by the built-in task suites, and their safe execution."""
+"""Tools agents may call, by name: the registry, running a call, and the built-in calculator.
+
+`register_tool(spec, implementation)` adds a tool a task can offer (`Task.tools` lists its
+spec); the arbiter runs each call an agent makes through `run_tool`, which finds the tool here.
+An implementation takes the call's arguments and returns its result: text, or anything JSON can
+write, which is sent as JSON. It raises `ToolError` for arguments it cannot take; the message
+goes back to the agent as the tool's error, as does any other exception it raises. Tools run in
+the arbiter's event-loop thread, so they must be quick.
+"""
 
 from __future__ import annotations
 
 import ast
+import json
 import math
 import operator
+import re
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
+from agent_agency.extensions import RegistrationError, Registry
 from agent_agency.records import ToolCall, ToolSpec
 
 MAX_EXPONENT = 100
@@ -107,22 +120,77 @@ def format_number(value: Number) -> str:
     return str(value)
 
 
-def _run_calculator(call: ToolCall) -> str:
-    unexpected = set(call.arguments) - {"expression"}
+def _run_calculator(arguments: dict[str, Any]) -> str:
+    unexpected = set(arguments) - {"expression"}
     if unexpected:
         raise ToolError(f"calculator: unexpected argument(s) {sorted(unexpected)}")
-    expression = call.arguments.get("expression")
+    expression = arguments.get("expression")
     if not isinstance(expression, str | int | float) or isinstance(expression, bool):
         raise ToolError("calculator: argument 'expression' is required and must be a string")
     return format_number(evaluate_expression(str(expression)))
 
 
-_TOOLS: dict[str, Callable[[ToolCall], str]] = {CALCULATOR.name: _run_calculator}
+ToolImplementation = Callable[[dict[str, Any]], object]
+
+
+@dataclass(frozen=True)
+class Tool:
+    spec: ToolSpec
+    implementation: ToolImplementation
+
+
+TOOLS: Registry[Tool] = Registry("tool", "tools")
+# What OpenAI-compatible servers accept as a function's name.
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def register_tool(
+    spec: ToolSpec, implementation: ToolImplementation, *, replace: bool = False
+) -> None:
+    """Make the tool `spec` names callable by agents of tasks that offer it."""
+    if not isinstance(spec, ToolSpec):
+        raise RegistrationError(f"tool spec must be a ToolSpec, got {spec!r}")
+    if not _TOOL_NAME.fullmatch(spec.name):
+        raise RegistrationError(
+            f"tool name {spec.name!r}: must be 1 to 64 letters, digits, '_' or '-' (the names "
+            "OpenAI-compatible servers accept)"
+        )
+    if not callable(implementation):
+        raise RegistrationError(
+            f"tool {spec.name!r}: implementation must be callable, got {implementation!r}"
+        )
+    TOOLS.register(spec.name, Tool(spec, implementation), replace=replace)
+
+
+def tool_names() -> list[str]:
+    return TOOLS.names()
+
+
+def tool_spec(name: str) -> ToolSpec:
+    """The spec of the registered tool `name`, for a task to offer; `ValueError` naming the known
+    tools otherwise."""
+    return TOOLS.get(name).spec
 
 
 def run_tool(call: ToolCall) -> str:
-    """Run a built-in tool call and return its result as text; `ToolError` if it cannot run."""
-    runner = _TOOLS.get(call.name)
-    if runner is None:
-        raise ToolError(f"unknown tool {call.name!r}; available: {sorted(_TOOLS)}")
-    return runner(call)
+    """Run a tool call and return its result as text; `ToolError` if it cannot run."""
+    try:
+        tool = TOOLS.get(call.name)
+    except ValueError as error:
+        raise ToolError(str(error)) from None
+    try:
+        result = tool.implementation(dict(call.arguments))
+    except ToolError:
+        raise
+    except Exception as error:  # a tool's failure is the agent's to see, not the run's to crash on
+        raise ToolError(f"{call.name} failed: {type(error).__name__}: {error}") from None
+    if isinstance(result, str):
+        return result
+    try:
+        return json.dumps(result, allow_nan=False)
+    except (TypeError, ValueError):
+        kind = type(result).__name__
+        raise ToolError(f"{call.name} returned a {kind}, which is neither text nor JSON") from None
+
+
+register_tool(CALCULATOR, _run_calculator)
