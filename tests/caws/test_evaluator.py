@@ -23,7 +23,7 @@ from agent_agency.records import (
     Task,
 )
 from agent_agency.runner import build_arbiter
-from agent_agency.sandbox import run as sandbox
+from agent_agency.sandbox import masks, run_python
 from agent_agency.tracking.tracker import Tracker
 
 
@@ -154,12 +154,12 @@ def _tests_pass(evaluation: Evaluation) -> GateResult:
 def test_the_runs_sqlite_database_is_hidden_from_the_answer_wherever_it_lives(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    probe = sandbox.run_python("")
+    probe = run_python("")
     if not any(step.startswith("mount namespace") for step in probe.isolation_applied):
         pytest.skip(f"no mount namespace for the sandbox here: {probe.isolation_notes}")
     # A pool any user may read, outside the working directory and beneath no other cover (/tmp
     # stays visible), so that only hiding the database protects it.
-    monkeypatch.setattr(sandbox, "_SOCKET_DIRS", ())
+    monkeypatch.setattr(masks, "SOCKET_DIRS", ())
     directory = Path(tempfile.mkdtemp(prefix="agency-test-", dir="/tmp"))
     try:
         directory.chmod(0o755)

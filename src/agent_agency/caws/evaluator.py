@@ -46,7 +46,7 @@ from agent_agency.records import (
     MinimalDiffMetrics,
     Task,
 )
-from agent_agency.sandbox.run import hidden_databases, run_limits
+from agent_agency.sandbox import SandboxPolicy
 from agent_agency.tasks.graders import GradeResult, grade
 
 
@@ -122,8 +122,10 @@ class Evaluator:
         code = extract_code(task, iteration.output) if is_code_task(task) else None
         grade_result = None
         if any(spec.name in GRADER_GATES for spec in specs):
-            with run_limits(deadline, cancelled), hidden_databases(self.databases):
-                grade_result = grade(task, iteration.output, iteration.tool_uses)
+            sandbox = SandboxPolicy(
+                deadline=deadline, cancelled=cancelled, hidden_databases=self.databases
+            )
+            grade_result = grade(task, iteration.output, iteration.tool_uses, sandbox=sandbox)
         original = task.metadata.get("original_code")
         diff = None
         if task.type == "code-editing" and isinstance(original, str) and code is not None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pydantic import Field
 
-from agent_agency.sandbox.run import FunctionTests, run_python
+from agent_agency.sandbox import FunctionTests, run_python
 from agent_agency.tasks.answers import assemble_program
 from agent_agency.tasks.graders.registry import (
     GRADERS,
@@ -44,7 +46,7 @@ def _check_python_tests(ref: PythonTestsReference, answer: Answer) -> GradeResul
         return checks_result(0.0, ["The answer is empty: return the complete Python function"], "")
     tests = FunctionTests(entry_point=ref.entry_point, test=ref.test, setup=_setup_for_tests(ref))
     program = assemble_program(ref.prompt, output, ref.entry_point)
-    outcome = run_python(program, timeout_s=ref.timeout_s, tests=tests)
+    outcome = run_python(program, replace(answer.sandbox, timeout_s=ref.timeout_s), tests=tests)
     if outcome.ok:
         return GradeResult(passed=True, score=1.0, reason="all tests passed")
     detail = f" (failing check: {outcome.failed_test})" if outcome.failed_test else ""

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_agency.extensions import RegistrationError, Registry
 from agent_agency.records import GraderSpec, Task, ToolUse
+from agent_agency.sandbox import SandboxPolicy
 
 REASON_MAX_CHARS = 1000
 DEFAULT_FUNCTION_TIMEOUT_S = 10.0
@@ -65,11 +66,14 @@ class AnyReference(BaseModel):
 
 @dataclass(frozen=True)
 class Answer:
-    """What a grader grades: the task's prompt, the agent's output and the attempt's tool uses."""
+    """What a grader grades: the task's prompt, the agent's output and the attempt's tool uses,
+    with the sandbox policy any code of the answer runs under (the evaluation's deadline,
+    cancellation and hidden databases; each grader sets its own time limit)."""
 
     prompt: str
     output: str
     tool_uses: Sequence[ToolUse] = ()
+    sandbox: SandboxPolicy = SandboxPolicy()
 
 
 R = TypeVar("R", bound=BaseModel)
@@ -139,9 +143,16 @@ def validate_grader_spec(spec: GraderSpec) -> None:
     grader_for(spec.kind).parse_reference(spec.reference)
 
 
-def grade(task: Task, output: str, tool_uses: Sequence[ToolUse] = ()) -> GradeResult:
-    """Verify `output` (and the attempt's tool uses) against the task's grader."""
-    answer = Answer(task.prompt, output, tool_uses)
+def grade(
+    task: Task,
+    output: str,
+    tool_uses: Sequence[ToolUse] = (),
+    *,
+    sandbox: SandboxPolicy | None = None,
+) -> GradeResult:
+    """Verify `output` (and the attempt's tool uses) against the task's grader; code it runs
+    runs under `sandbox` (default: `SandboxPolicy()`)."""
+    answer = Answer(task.prompt, output, tool_uses, sandbox or SandboxPolicy())
     return grader_for(task.grader.kind).grade(task.grader.reference, answer)
 
 
