@@ -81,7 +81,7 @@ class CallRecordingRouter(Router):
     """The real router, remembering each call outcome its circuit breakers learn."""
 
     def __init__(self, config: AgencyConfig) -> None:
-        super().__init__(config.routing, config.team())
+        super().__init__(config.team(), settings=config.routing)
         self.calls: list[tuple[str, bool]] = []
 
     def report_call(self, agent: str, *, ok: bool) -> None:

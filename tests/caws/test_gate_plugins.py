@@ -156,7 +156,7 @@ def test_a_registered_gate_grades_a_run_through_the_arbiter(registered: list[str
     arbiter = Arbiter(
         config,
         backends={spec.key: ScriptedBackend(spec, [TASK])},
-        router=Router(config.routing, config.team()),
+        router=Router(config.team(), settings=config.routing),
         evaluator=Evaluator(config.evaluation),
     )
     outcome = asyncio.run(arbiter.execute(TASK))

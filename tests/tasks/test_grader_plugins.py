@@ -293,7 +293,7 @@ def run_one(graded: Task) -> Any:
     arbiter = Arbiter(
         config,
         backends={spec.key: ScriptedBackend(spec, [graded])},
-        router=Router(config.routing, config.team()),
+        router=Router(config.team(), settings=config.routing),
         evaluator=Evaluator(config.evaluation),
     )
     return asyncio.run(arbiter.execute(graded))

@@ -80,7 +80,7 @@ def test_a_registered_tool_serves_an_agent_through_the_arbiter(word_count: None)
     arbiter = Arbiter(
         config,
         backends={spec.key: ScriptedBackend(spec, [graded])},
-        router=Router(config.routing, config.team()),
+        router=Router(config.team(), settings=config.routing),
         evaluator=Evaluator(config.evaluation),
     )
     outcome = asyncio.run(arbiter.execute(graded))
