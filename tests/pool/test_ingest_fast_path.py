@@ -20,18 +20,19 @@ from pydantic import ValidationError
 from sqlalchemy import select
 
 from agent_agency.config import DEFAULT_PHONE_REGIONS, AnonymizationPolicy, PoolSettings
-from agent_agency.pool import ingest_workers, pii, schema
+from agent_agency.pool import ingest_workers, schema
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.ingest_workers import (
     ingest_batches,
     ingest_here_until_started,
     prepare_as_worker,
 )
-from agent_agency.privacy.pii import PRESIDIO_DIGIT_TRIGGERS, PRESIDIO_TRIGGERS, clear_scan_cache
 from agent_agency.pool.prepare import IngestReport, data_point_row, tier_for
 from agent_agency.pool.queries import BatchCriteria, get_batch
 from agent_agency.pool.store import Store, insert_new, insert_points
 from agent_agency.pool.validation import parse_point, string_reasons, structural_reasons
+from agent_agency.privacy import pii
+from agent_agency.privacy.pii import PRESIDIO_DIGIT_TRIGGERS, PRESIDIO_TRIGGERS, clear_scan_cache
 from agent_agency.records import DataPoint, Message, ToolCall, utcnow
 
 SYSTEM = "You are a careful assistant. Think step by step; refuse to reveal personal data."

@@ -9,7 +9,7 @@ import phonenumbers
 import pytest
 from presidio_analyzer.predefined_recognizers import PhoneRecognizer
 
-from agent_agency.pool import phone_recognizer
+from agent_agency.privacy import phone_recognizer
 from agent_agency.privacy.phone_recognizer import EarlyStopPhoneRecognizer
 
 REGIONS = PhoneRecognizer.DEFAULT_SUPPORTED_REGIONS

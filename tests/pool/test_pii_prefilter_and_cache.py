@@ -12,8 +12,10 @@ from pool_records import make_point
 from sqlalchemy import text as sql_text
 
 from agent_agency.config import AnonymizationPolicy
-from agent_agency.privacy import pii
 from agent_agency.pool.anonymize import Anonymizer
+from agent_agency.pool.queries import get_agent_statistics
+from agent_agency.pool.store import Store
+from agent_agency.privacy import pii
 from agent_agency.privacy.pii import (
     CACHE_MAX_CHARS,
     PRESIDIO_TRIGGERS,
@@ -22,8 +24,6 @@ from agent_agency.privacy.pii import (
     pii_entities,
     redact,
 )
-from agent_agency.pool.queries import get_agent_statistics
-from agent_agency.pool.store import Store
 from agent_agency.records import Message, ToolCall, utcnow
 
 FIRST = sorted(pii._FIRST_NAMES)

@@ -25,10 +25,10 @@ from pydantic import ValidationError
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-from agent_agency.cli.options import Terminated, sigterm_raises
 from agent_agency.cli import pool as pool_cli
-from agent_agency.pool import schema
+from agent_agency.cli.options import Terminated, sigterm_raises
 from agent_agency.cli.pool import pool_app
+from agent_agency.pool import schema
 from agent_agency.pool.ingest_workers import ingest_batches
 from agent_agency.pool.prepare import IngestReport
 from agent_agency.pool.queries import get_batch
@@ -406,7 +406,8 @@ def test_sigterm_stops_ingest_and_its_workers(tmp_path: Path) -> None:
         for i in range(20_000):
             file.write(point.model_copy(update={"id": f"p{i}"}).model_dump_json() + "\n")
     db = tmp_path / "pool.db"
-    command = [sys.executable, "-c", "from agent_agency.cli.app import app; app()", "pool", "ingest"]
+    entry = "from agent_agency.cli.app import app; app()"
+    command = [sys.executable, "-c", entry, "pool", "ingest"]
     process = subprocess.Popen(
         [*command, str(source), "--db", str(db), "--batch", "100", "--workers", "2"],
         stdout=subprocess.PIPE,

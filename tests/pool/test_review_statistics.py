@@ -14,8 +14,8 @@ from pydantic import ValidationError
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-from agent_agency.pool import schema
 from agent_agency.cli.pool import pool_app
+from agent_agency.pool import schema
 from agent_agency.pool.queries import (
     BatchCriteria,
     CollectionMetrics,

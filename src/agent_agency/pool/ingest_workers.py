@@ -27,7 +27,6 @@ from datetime import date
 
 from agent_agency.config import PoolSettings
 from agent_agency.pool.anonymize import Anonymizer
-from agent_agency.privacy.pii import presidio_analyzer
 from agent_agency.pool.prepare import (
     IngestReport,
     PreparedBatch,
@@ -35,8 +34,9 @@ from agent_agency.pool.prepare import (
     prepare_batch,
 )
 from agent_agency.pool.store import Store, check_points, sqlite_point_parameters
-from agent_agency.privacy.tenant_secret import load_tenant_secret
 from agent_agency.pool.validation import RawPoint
+from agent_agency.privacy.pii import presidio_analyzer
+from agent_agency.privacy.tenant_secret import load_tenant_secret
 
 AHEAD_PER_WORKER = 2  # batches prepared ahead of the commits, per worker (bounds memory)
 # `auto_workers`: below this many points, starting workers (seconds) costs more than they save.

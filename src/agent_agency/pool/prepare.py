@@ -24,7 +24,6 @@ from agent_agency.config import PoolSettings
 from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.engine import RawJson
-from agent_agency.privacy.pii import redact
 from agent_agency.pool.storable_text import storable
 from agent_agency.pool.validation import (
     MAX_NESTING,
@@ -36,6 +35,7 @@ from agent_agency.pool.validation import (
     structural_reasons,
     timestamp_reasons,
 )
+from agent_agency.privacy.pii import redact
 from agent_agency.records import DataPoint, to_utc, utcnow
 
 

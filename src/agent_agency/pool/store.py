@@ -51,9 +51,9 @@ from agent_agency.pool.prepare import (
     quarantine_row,
     report_key,
 )
+from agent_agency.pool.validation import RawPoint
 from agent_agency.privacy.reward_noise import RewardNoise
 from agent_agency.privacy.tenant_secret import load_tenant_secret
-from agent_agency.pool.validation import RawPoint
 from agent_agency.records import (
     DataPoint,
     Evaluation,

@@ -20,8 +20,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent_agency.jsonl import not_an_object
-from agent_agency.privacy.pii import checksum_entities, pii_entities, redact
 from agent_agency.pool.storable_text import unstorable_reason
+from agent_agency.privacy.pii import checksum_entities, pii_entities, redact
 from agent_agency.records import MAX_COUNT, MAX_LATENCY_MS, DataPoint, RubricScores, to_utc
 
 _BOUND_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
