@@ -14,7 +14,7 @@ from agent_agency.records import DataPoint, JudgeVerdict
 def point_judged(*verdicts: JudgeVerdict) -> DataPoint:
     decision, execution, evaluations = make_records("t1")
     evaluation = evaluations[-1].model_copy(update={"judges": list(verdicts)})
-    return build_data_point(make_task("t1"), decision, execution, evaluation)
+    return build_data_point(make_task("t1"), decision, execution, [evaluation])
 
 
 def test_a_judges_rationale_and_error_are_anonymized_and_checked() -> None:

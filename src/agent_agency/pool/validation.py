@@ -22,7 +22,15 @@ from pydantic import ValidationError
 from agent_agency.jsonl import not_an_object
 from agent_agency.pool.storable_text import unstorable_reason
 from agent_agency.privacy.pii import checksum_entities, pii_entities, redact
-from agent_agency.records import MAX_COUNT, MAX_LATENCY_MS, DataPoint, RubricScores, to_utc
+from agent_agency.records import (
+    MAX_COUNT,
+    MAX_LATENCY_MS,
+    DataPoint,
+    Message,
+    RubricScores,
+    TurnData,
+    to_utc,
+)
 
 _BOUND_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
 
@@ -156,7 +164,16 @@ def _unit_values(point: DataPoint) -> list[Any]:
         *[gate.score for gate in evaluation.gates],
         *[getattr(rubric, name) for name in _RUBRIC_SCORES],
         *point.rl_labels.turn_rewards,
+        *[reward.turn_reward for _, reward in _turn_rewards(point)],
     ]
+
+
+def _turn_rewards(point: DataPoint) -> Iterator[tuple[str, TurnData]]:
+    """Every per-turn reward of a point's trajectory, with its path."""
+    for number, attempt in enumerate(point.trajectory):
+        for index, turn in enumerate(attempt.turns):
+            for at, reward in enumerate(turn.rewards):
+                yield f"trajectory.{number}.turns.{index}.rewards.{at}", reward
 
 
 def _unit_names(point: DataPoint) -> list[str]:
@@ -166,6 +183,7 @@ def _unit_names(point: DataPoint) -> list[str]:
         *[f"evaluation.gates.{index}.score" for index in range(len(evaluation.gates))],
         *[f"evaluation.rubric.{name}" for name in _RUBRIC_SCORES],
         *[f"rl_labels.turn_rewards.{index}" for index in range(len(point.rl_labels.turn_rewards))],
+        *[f"{path}.turn_reward" for path, _ in _turn_rewards(point)],
     ]
 
 
@@ -276,6 +294,39 @@ def consistency_reasons(point: DataPoint) -> list[str]:
         reasons.append("completeness: task.task_type: empty task type")
     if _is_blank(point.tenant_id):
         reasons.append("completeness: tenant_id: empty tenant id")
+    return reasons + trajectory_reasons(point)
+
+
+def trajectory_reasons(point: DataPoint) -> list[str]:
+    """Reasons why the trajectory cannot be read back: attempts out of order, more messages
+    shared than the attempt before has, a turn whose response is no assistant message of its
+    attempt's conversation (or precedes the turn before it)."""
+    reasons = []
+    number, previous_length = 0, 0
+    for index, attempt in enumerate(point.trajectory):
+        where = f"consistency: trajectory.{index}"
+        if attempt.number <= number:
+            reasons.append(f"{where}.number: {attempt.number} does not follow attempt {number}")
+        if attempt.shared > previous_length:
+            reasons.append(
+                f"{where}.shared: {attempt.shared} messages, but the attempt before has "
+                f"{previous_length}"
+            )
+        length = min(attempt.shared, previous_length) + len(attempt.messages)
+        last = -1
+        for at, turn in enumerate(attempt.turns):
+            response = turn.response
+            if response <= last or not attempt.shared <= response < length:
+                reasons.append(
+                    f"{where}.turns.{at}.response: {response} is not one of the attempt's own "
+                    f"messages (from {attempt.shared} to {length - 1}) after the turn before's"
+                )
+            elif attempt.messages[response - attempt.shared].role != "assistant":
+                reasons.append(
+                    f"{where}.turns.{at}.response: message {response} is no assistant message"
+                )
+            last = response
+        number, previous_length = attempt.number, length
     return reasons
 
 
@@ -317,11 +368,21 @@ def timestamp_reasons(
     return []
 
 
+def _messages(point: DataPoint) -> Iterator[tuple[str, Message]]:
+    """Every message of a point's trajectory, with its path."""
+    for number, attempt in enumerate(point.trajectory):
+        for index, message in enumerate(attempt.messages):
+            yield f"trajectory.{number}.messages.{index}", message
+
+
 def free_text_fields(point: DataPoint) -> Iterator[tuple[str, str]]:
     """Every free-text field of a point, with its path."""
     yield "task.prompt", point.task.prompt
-    for index, message in enumerate(point.task.conversation):
-        yield f"task.conversation.{index}.content", message.content
+    for where, message in _messages(point):
+        yield f"{where}.content", message.content
+    for number, attempt in enumerate(point.trajectory):
+        if attempt.feedback:
+            yield f"trajectory.{number}.feedback", attempt.feedback
     yield "execution.final_output", point.execution.final_output
     if point.execution.failure_reason:
         yield "execution.failure_reason", point.execution.failure_reason
@@ -331,16 +392,18 @@ def free_text_fields(point: DataPoint) -> Iterator[tuple[str, str]]:
         yield f"evaluation.judges.{index}.rationale", verdict.rationale
         if verdict.error:
             yield f"evaluation.judges.{index}.error", verdict.error
-    for index, message in enumerate(point.task.conversation):
+    for where, message in _messages(point):
         for number, call in enumerate(message.tool_calls):
-            path = f"task.conversation.{index}.tool_calls.{number}.arguments"
+            path = f"{where}.tool_calls.{number}.arguments"
             yield from _json_strings(path, call.arguments, keys=False)
 
 
 def free_texts(point: DataPoint) -> list[str]:
     """The values of `free_text_fields(point)`, in the same order, without their paths."""
     execution = point.execution
-    texts = [point.task.prompt, *[message.content for message in point.task.conversation]]
+    messages = [message for attempt in point.trajectory for message in attempt.messages]
+    texts = [point.task.prompt, *[message.content for message in messages]]
+    texts += [attempt.feedback for attempt in point.trajectory if attempt.feedback]
     texts.append(execution.final_output)
     if execution.failure_reason:
         texts.append(execution.failure_reason)
@@ -349,7 +412,7 @@ def free_texts(point: DataPoint) -> list[str]:
         texts.append(verdict.rationale)
         if verdict.error:
             texts.append(verdict.error)
-    for message in point.task.conversation:
+    for message in messages:
         for call in message.tool_calls:
             texts += [value for _, value in _json_strings("", call.arguments, keys=False)]
     return texts
@@ -380,8 +443,7 @@ def identifying_fields(point: DataPoint) -> Iterator[tuple[str, str]]:
         yield f"evaluation.gates.{index}.name", gate.name
     for index, verdict in enumerate(point.evaluation.judges):
         yield f"evaluation.judges.{index}.judge", verdict.judge
-    for index, message in enumerate(task.conversation):
-        where = f"task.conversation.{index}"
+    for where, message in _messages(point):
         if message.name is not None:
             yield f"{where}.name", message.name
         if message.tool_call_id is not None:
@@ -391,6 +453,9 @@ def identifying_fields(point: DataPoint) -> Iterator[tuple[str, str]]:
             yield f"{where}.tool_calls.{number}.name", call.name
             path = f"{where}.tool_calls.{number}.arguments"
             yield from _json_strings(path, call.arguments, keys=True)
+    for path, reward in _turn_rewards(point):
+        if reward.tool_called:
+            yield f"{path}.tool_called", reward.tool_called
 
 
 def identifying_values(point: DataPoint) -> list[str]:
@@ -409,14 +474,18 @@ def identifying_values(point: DataPoint) -> list[str]:
     )
     values += [gate.name for gate in point.evaluation.gates]
     values += [verdict.judge for verdict in point.evaluation.judges]
-    for message in task.conversation:
-        if message.name is not None:
-            values.append(message.name)
-        if message.tool_call_id is not None:
-            values.append(message.tool_call_id)
-        for call in message.tool_calls:
-            values += (call.id, call.name)
-            values += [key for _, key in _json_strings("", call.arguments, keys=True)]
+    for attempt in point.trajectory:
+        for message in attempt.messages:
+            if message.name is not None:
+                values.append(message.name)
+            if message.tool_call_id is not None:
+                values.append(message.tool_call_id)
+            for call in message.tool_calls:
+                values += (call.id, call.name)
+                values += [key for _, key in _json_strings("", call.arguments, keys=True)]
+    for attempt in point.trajectory:
+        for turn in attempt.turns:
+            values += [reward.tool_called for reward in turn.rewards if reward.tool_called]
     return values
 
 
