@@ -18,16 +18,16 @@ from sqlalchemy import func, select
 from agent_agency.config import AnonymizationPolicy
 from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer, hash_tenant
-from agent_agency.pool.prepare import prepare_batch
-from agent_agency.pool.queries import validate_quality
-from agent_agency.pool.store import Store
-from agent_agency.pool.tiers import compact
-from agent_agency.pool.validation import (
+from agent_agency.pool.point_fields import (
     free_text_fields,
     free_texts,
     identifying_fields,
     identifying_values,
 )
+from agent_agency.pool.prepare import prepare_batch
+from agent_agency.pool.queries import validate_quality
+from agent_agency.pool.store import Store
+from agent_agency.pool.tiers import compact
 from agent_agency.privacy.pii import find_pii, pii_entities
 from agent_agency.records import DataPoint, Message, ToolCall, utcnow
 

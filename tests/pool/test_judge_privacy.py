@@ -7,7 +7,8 @@ from pool_records import make_records, make_task
 from agent_agency.config import AnonymizationPolicy
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.assemble import build_data_point
-from agent_agency.pool.validation import free_text_fields, free_texts, string_reasons
+from agent_agency.pool.point_fields import free_text_fields, free_texts
+from agent_agency.pool.validation import string_reasons
 from agent_agency.records import DataPoint, JudgeVerdict
 
 

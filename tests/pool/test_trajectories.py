@@ -17,8 +17,9 @@ from agent_agency.arbiter.router import Router
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.config import parse_config
 from agent_agency.pool.assemble import build_data_point
+from agent_agency.pool.point_fields import free_text_fields
 from agent_agency.pool.store import Store
-from agent_agency.pool.validation import free_text_fields, structural_reasons
+from agent_agency.pool.validation import structural_reasons
 from agent_agency.records import (
     AgentSpec,
     Attempt,

@@ -9,11 +9,10 @@ import pytest
 from pool_records import make_point, one_attempt, unvalidated
 from pydantic import ValidationError
 
+from agent_agency.pool.point_fields import free_text_fields, free_texts
 from agent_agency.pool.validation import (
     batch_string_reasons,
     bounds_reasons,
-    free_text_fields,
-    free_texts,
     parse_point,
     string_reasons,
 )
