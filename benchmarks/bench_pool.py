@@ -38,10 +38,11 @@ from agent_agency.pool.ingest_workers import (  # noqa: E402
     ingest_batches,
     prepare_as_worker,
 )
+from agent_agency.pool.point_inserts import insert_points  # noqa: E402
 from agent_agency.pool.prepare import PreparedBatch, collector_paused, data_point_row  # noqa: E402
 from agent_agency.pool.queries import get_agent_statistics  # noqa: E402
 from agent_agency.pool.settings import PoolSettings  # noqa: E402
-from agent_agency.pool.store import Store, insert_points  # noqa: E402
+from agent_agency.pool.store import Store  # noqa: E402
 from agent_agency.pool.validation import (  # noqa: E402
     RawPoint,
     batch_string_reasons,
@@ -175,9 +176,10 @@ def realistic_point(i: int, pii: bool) -> DataPoint:
         conversation.append(Message(role="assistant", content=reply))
     conversation.append(Message(role="user", content=prompt))
     conversation.append(Message(role="assistant", content=answer))
-    return point.model_copy(
-        update={"task": point.task.model_copy(update={"conversation": conversation})}
-    )
+    [attempt] = point.trajectory  # one model call, answering
+    turn = attempt.turns[0].model_copy(update={"response": len(conversation) - 1})
+    attempt = attempt.model_copy(update={"messages": conversation, "turns": [turn]})
+    return point.model_copy(update={"trajectory": [attempt]})
 
 
 def point_texts(n: int) -> list[str]:
@@ -214,13 +216,13 @@ def _ingest_once(
     clear_scan_cache()  # no scan cached from an earlier run (a new store: no anonymizer cache)
     with Store.open(url, settings) as store:
         warm_up = [realistic_point(len(points) + i, pii=i % 2 == 0) for i in range(10)]
-        store.ingest(warm_up)  # the connection and caches, not the points measured
+        store.ingest(warm_up, strict=False)  # the connection and caches, not the points measured
         pii.presidio_analyzer(store.anonymizer.phone_regions)  # loaded once per process
         with store.engine.begin() as connection:
             connection.execute(schema.data_points.delete())
         start, start_cpu = time.perf_counter(), time.process_time()
         for offset in range(0, len(points), batch):
-            report = store.ingest(points[offset : offset + batch])
+            report = store.ingest(points[offset : offset + batch], strict=False)
             assert report.quarantined == 0, report.reasons
             assert report.accepted == len(points[offset : offset + batch])
         wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu

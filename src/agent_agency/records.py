@@ -56,6 +56,7 @@ def error_reason(error: ErrorDetails) -> str:
 ID_MAX = 64
 TASK_ID_MAX = 200
 TASK_TYPE_MAX = 100
+SUITE_MAX = 100
 AGENT_MAX = 200
 STRATEGY_MAX = 50
 TENANT_MAX = 64
@@ -63,6 +64,7 @@ TENANT_MAX = 64
 RecordId = Annotated[str, Field(max_length=ID_MAX)]
 TaskId = Annotated[str, Field(max_length=TASK_ID_MAX)]
 TaskType = Annotated[str, Field(max_length=TASK_TYPE_MAX)]
+SuiteName = Annotated[str, Field(max_length=SUITE_MAX)]
 AgentKey = Annotated[str, Field(max_length=AGENT_MAX)]
 
 # Upper bounds of counts (tokens, iterations, tool calls) and durations: far above any real task,
@@ -167,7 +169,7 @@ class Task(Record):
         description="task type, e.g. 'code-generation'; the router learns per type"
     )
     prompt: Annotated[str, AfterValidator(_not_blank)]
-    suite: str = "custom"
+    suite: SuiteName = "custom"
     split: Split = Split.TRAIN
     complexity: Complexity = Complexity.STANDARD
     requirements: list[str] = Field(default_factory=list, description="capabilities needed")
@@ -439,6 +441,16 @@ class ToolUse(Record):
         return self.error is None
 
 
+class ModelTurn(Record):
+    """One model call of an iteration: the assistant message it returned, and the tool results
+    sent back to the model after it (none when it called no tool, or its tools were not run)."""
+
+    response: Message
+    tool_results: list[Message] = Field(default_factory=list)
+    input_tokens: Count = 0
+    output_tokens: Count = 0
+
+
 class Iteration(Record):
     """One attempt at the task; a feedback iteration starts a new one."""
 
@@ -450,6 +462,10 @@ class Iteration(Record):
     output_tokens: Count = 0
     model_calls: int = Field(default=0, ge=0)
     tool_uses: list[ToolUse] = Field(default_factory=list)
+    turns: list[ModelTurn] = Field(
+        default_factory=list,
+        description="every model call, in order (none in iterations recorded before they were)",
+    )
     quality_score: float | None = Field(default=None, ge=0.0, le=1.0)
     feedback: str | None = None
     outcome: Literal["success", "retry", "failure"] | None = None
@@ -614,12 +630,55 @@ class Span(Record):
 class TaskContext(Record):
     task_id: TaskId
     task_type: TaskType
-    suite: str
+    suite: SuiteName
     split: Split
     complexity: Complexity
     requirements: list[str] = Field(default_factory=list)
     prompt: str
-    conversation: list[Message] = Field(default_factory=list)
+
+
+class TrajectoryTurn(Record):
+    """One model call of an attempt: where its response sits in the attempt's conversation (the
+    call's input was every message before it), its token counts, and its per-turn rewards."""
+
+    response: Count = Field(
+        description="index, in the attempt's conversation (`DataPoint.conversation`), of the "
+        "assistant message this call returned"
+    )
+    input_tokens: Count = 0
+    output_tokens: Count = 0
+    rewards: list[TurnData] = Field(
+        default_factory=list,
+        description="the evaluation's turns judging this call: one per tool call of it that ran, "
+        "then, on the attempt's last call, the answer turn (its reward is the attempt's score)",
+    )
+
+
+class Attempt(Record):
+    """One attempt at the task (an iteration of the execution): its whole conversation, in
+    order, and its model calls. Its first `shared` messages are the previous attempt's first
+    `shared` messages, stored there only (a retry is sent the earlier prompt again)."""
+
+    number: int = Field(ge=1)
+    shared: Count = Field(
+        default=0, description="leading messages of the previous attempt's conversation it repeats"
+    )
+    messages: list[Message] = Field(
+        default_factory=list,
+        description="the rest of its conversation: what the model was sent (system, few-shot and "
+        "user turns; on a retry, the previous answer and the feedback), each response (assistant, "
+        "with its tool calls) and each tool result sent back",
+    )
+    turns: list[TrajectoryTurn] = Field(
+        default_factory=list,
+        description="its model calls, in order (none in points stored before they were recorded)",
+    )
+    outcome: Literal["success", "retry", "failure"] | None = None
+    feedback: str | None = Field(
+        default=None,
+        description="what its evaluation said; on a retry, sent as the next attempt's last user "
+        "message",
+    )
 
 
 class RoutingContext(Record):
@@ -673,6 +732,9 @@ class DataPoint(Record):
         description="ISO 8601 date-time; converted to UTC, and one without an offset is UTC"
     )
     task: TaskContext
+    trajectory: list[Attempt] = Field(
+        default_factory=list, description="every attempt of the execution, in order"
+    )
     routing: RoutingContext
     execution: ExecutionMetrics
     evaluation: EvaluationMetrics
@@ -682,6 +744,16 @@ class DataPoint(Record):
     anonymization_policy: JsonObject | None = Field(
         default=None, description="the policy applied before storage; None if not anonymized"
     )
+
+    def conversation(self, attempt: int) -> list[Message]:
+        """The whole conversation of `trajectory[attempt]` (a list index): the messages it
+        shares with the attempt before it, then its own. A turn's input is its prefix."""
+        if not 0 <= attempt < len(self.trajectory):
+            raise IndexError(f"attempt {attempt}: the trajectory has {len(self.trajectory)}")
+        messages: list[Message] = []
+        for own in self.trajectory[: attempt + 1]:
+            messages = [*messages[: own.shared], *own.messages]
+        return messages
 
 
 Message.model_rebuild()

@@ -23,8 +23,10 @@ from agent_agency.caws.audit import AuditLog
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.caws.judges import FailingJudge, Judge, failing_judges
 from agent_agency.config import AgencyConfig
+from agent_agency.pool.arm_totals import AgentTaskSummary
 from agent_agency.pool.engine import shown_url
-from agent_agency.pool.store import AgentTaskSummary, Store
+from agent_agency.pool.sql_store import SqlStore
+from agent_agency.pool.store import Store
 from agent_agency.records import AgentSpec, Task, check_task_features, utcnow
 from agent_agency.tasks import load_builtin, load_suite_files, select_tasks
 from agent_agency.tracking.tracker import Tracker
@@ -178,7 +180,7 @@ def _ancestors(config: AgencyConfig, spec: AgentSpec) -> Iterator[AgentSpec]:
 
 
 def build_arbiter(
-    config: AgencyConfig, tasks: Sequence[Task], store: Store, tracker: Tracker
+    config: AgencyConfig, tasks: Sequence[Task], store: SqlStore, tracker: Tracker
 ) -> Arbiter:
     """The arbiter for `config`, its router warm-started from the pool's aggregates."""
     backends = {spec.key: build_backend(spec, tasks=tasks) for spec in config.team()}

@@ -16,6 +16,7 @@ from agent_agency.cli.routing import (
     read_logged_outcomes,
     routing_app,
 )
+from agent_agency.pool.sql_store import SqlStore
 from agent_agency.pool.store import Store
 from agent_agency.records import Evaluation, Execution, RoutingDecision, RoutingStrategy
 
@@ -230,14 +231,14 @@ def test_evaluate_on_an_empty_database_says_there_is_nothing_yet_and_closes_it(
     """Nothing to evaluate yet is no error, as `agency stats` on an empty database is none."""
     url = f"sqlite:///{tmp_path / 'empty.db'}"
     Store.open(url).close()  # migrated, with no decisions
-    closed: list[Store] = []
-    original = Store.close
+    closed: list[SqlStore] = []
+    original = SqlStore.close
 
-    def close(self: Store) -> None:
+    def close(self: SqlStore) -> None:
         closed.append(self)
         original(self)
 
-    monkeypatch.setattr(Store, "close", close)
+    monkeypatch.setattr(SqlStore, "close", close)
     result = CliRunner().invoke(
         routing_app,
         ["evaluate", "--policy", "ucb1", "--db", url, "--config", str(_config(tmp_path))],

@@ -7,6 +7,7 @@ from typing import Any
 
 from agent_agency.pool.assemble import build_data_point
 from agent_agency.records import (
+    Attempt,
     DataPoint,
     Evaluation,
     Execution,
@@ -14,6 +15,7 @@ from agent_agency.records import (
     GraderSpec,
     Iteration,
     Message,
+    ModelTurn,
     RoutingDecision,
     RoutingRefusal,
     Task,
@@ -72,6 +74,14 @@ def make_records(
                 latency_ms=latency / iterations,
                 input_tokens=10,
                 output_tokens=5,
+                model_calls=1,
+                turns=[
+                    ModelTurn(
+                        response=Message(role="assistant", content="42"),
+                        input_tokens=10,
+                        output_tokens=5,
+                    )
+                ],
             )
             for n in range(1, iterations + 1)
         ],
@@ -127,8 +137,9 @@ def make_point(
     )
     execution.final_output = output
     execution.iterations[-1].output = output
+    execution.iterations[-1].turns[-1].response.content = output
     task = make_task(task_id, task_type).model_copy(update={"prompt": prompt})
-    point = build_data_point(task, decision, execution, evaluations[-1], tenant_id=tenant)
+    point = build_data_point(task, decision, execution, evaluations, tenant_id=tenant)
     return point.model_copy(update={"id": task_id})  # readable ids in assertions
 
 
@@ -142,3 +153,8 @@ def unvalidated(record: Any, path: str, value: Any) -> Any:
         return [*record[:index], item, *record[index + 1 :]]
     field = unvalidated(getattr(record, head), rest, value) if rest else value
     return record.model_copy(update={head: field})
+
+
+def one_attempt(*messages: Message) -> list[Attempt]:
+    """A trajectory of one attempt holding `messages` (no model calls recorded)."""
+    return [Attempt(number=1, messages=list(messages))]

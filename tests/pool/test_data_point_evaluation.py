@@ -19,7 +19,7 @@ VERDICTS = [
 def judged_point() -> DataPoint:
     decision, execution, evaluations = make_records("t1")
     evaluation = evaluations[-1].model_copy(update={"weights": WEIGHTS, "judges": VERDICTS})
-    return build_data_point(make_task("t1"), decision, execution, evaluation)
+    return build_data_point(make_task("t1"), decision, execution, [evaluation])
 
 
 def test_the_point_records_the_applied_weights_and_the_judges_verdicts() -> None:

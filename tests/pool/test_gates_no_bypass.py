@@ -12,21 +12,21 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pool_records import make_point, unvalidated
+from pool_records import make_point, one_attempt, unvalidated
 from sqlalchemy import func, select
 
 from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer, hash_tenant
-from agent_agency.pool.prepare import prepare_batch
-from agent_agency.pool.queries import validate_quality
-from agent_agency.pool.store import Store
-from agent_agency.pool.tiers import compact
-from agent_agency.pool.validation import (
+from agent_agency.pool.point_fields import (
     free_text_fields,
     free_texts,
     identifying_fields,
     identifying_values,
 )
+from agent_agency.pool.prepare import prepare_batch
+from agent_agency.pool.queries import validate_quality
+from agent_agency.pool.store import Store
+from agent_agency.pool.tiers import compact
 from agent_agency.privacy.pii import find_pii, pii_entities
 from agent_agency.privacy.settings import AnonymizationPolicy
 from agent_agency.records import DataPoint, Message, ToolCall, utcnow
@@ -48,20 +48,20 @@ def _quarantined(store: Store) -> list[tuple[str | None, Any, list[str]]]:
 
 def _point_with_raw_pii(point_id: str) -> DataPoint:
     point = make_point(point_id, prompt="Mail ivan@example.com the total.", tenant="acme-real")
-    point.task.conversation = [
+    point.trajectory = one_attempt(
         Message(role="user", content=point.task.prompt, name="heidi"),
         Message(
             role="assistant",
             tool_calls=[ToolCall(id="c1", name="send", arguments={"to": "ivan@example.com"})],
         ),
-    ]
+    )
     return point
 
 
 def test_a_point_recording_its_own_policy_is_anonymized_all_the_same(store: Store) -> None:
     raw = _point_with_raw_pii("raw")
     claims = raw.model_copy(update={"id": "claims", "anonymization_policy": {}})
-    report = store.ingest([claims, raw])
+    report = store.ingest([claims, raw], strict=False)
     assert report.accepted == 2, report.reasons
     payloads = _payloads(store)
     assert payloads["claims"] == {**payloads["raw"], "id": "claims"}  # no head start for a claim
@@ -69,11 +69,11 @@ def test_a_point_recording_its_own_policy_is_anonymized_all_the_same(store: Stor
     assert stored["anonymization_policy"] == AnonymizationPolicy().model_dump()
     assert stored["tenant_id"].startswith("t_") and "acme" not in json.dumps(stored)
     assert "ivan@example.com" not in json.dumps(stored)
-    assert stored["task"]["conversation"][0]["name"] is None
+    assert stored["trajectory"][0]["messages"][0]["name"] is None
 
 
 def test_anonymizing_an_anonymized_point_changes_nothing(store: Store) -> None:
-    assert store.ingest([_point_with_raw_pii("p1")]).accepted == 1
+    assert store.ingest([_point_with_raw_pii("p1")], strict=False).accepted == 1
     once = _payloads(store)["p1"]
     again = store.anonymizer.anonymize(DataPoint.model_validate(once))
     assert again.model_dump(mode="json") == once
@@ -101,9 +101,9 @@ def test_pii_in_an_id_or_name_quarantines_the_point_naming_the_field(
     store: Store, field: str, change: Any
 ) -> None:
     point = make_point("leaky")
-    point.task.conversation = []
+    point.trajectory = []
     change(point)
-    report = store.ingest([point])
+    report = store.ingest([point], strict=False)
     assert report.accepted == 0
     [reason] = [r for r in report.reasons["leaky"] if r.startswith("privacy:")]
     assert reason.startswith(f"privacy: {field}: contains ")
@@ -127,9 +127,9 @@ def test_ids_shaped_like_numbers_are_not_taken_for_phone_or_card_numbers(
 def test_an_argument_key_holding_pii_is_redacted_like_its_value(store: Store) -> None:
     point = make_point("p")
     call = ToolCall(id="c1", name="f", arguments={"ann@x.org": "mail ann@x.org"})
-    point.task.conversation = [Message(role="assistant", tool_calls=[call])]
-    assert store.ingest([point]).accepted == 1
-    [message] = _payloads(store)["p"]["task"]["conversation"]
+    point.trajectory = one_attempt(Message(role="assistant", tool_calls=[call]))
+    assert store.ingest([point], strict=False).accepted == 1
+    [message] = _payloads(store)["p"]["trajectory"][0]["messages"]
     assert message["tool_calls"][0]["arguments"] == {"[EMAIL]": "mail [EMAIL]"}
 
 
@@ -137,9 +137,9 @@ def test_argument_keys_redacted_alike_keep_every_value(store: Store) -> None:
     point = make_point("p")
     arguments = {"a@x.org": "1", "b@x.org": "2", "[EMAIL]#2": "3"}
     call = ToolCall(id="c1", name="f", arguments=arguments)
-    point.task.conversation = [Message(role="assistant", tool_calls=[call])]
-    assert store.ingest([point]).accepted == 1
-    [message] = _payloads(store)["p"]["task"]["conversation"]
+    point.trajectory = one_attempt(Message(role="assistant", tool_calls=[call]))
+    assert store.ingest([point], strict=False).accepted == 1
+    [message] = _payloads(store)["p"]["trajectory"][0]["messages"]
     assert message["tool_calls"][0]["arguments"] == {
         "[EMAIL]": "1",
         "[EMAIL]#2": "2",
@@ -163,7 +163,7 @@ def test_ids_and_names_holding_an_iban_or_a_wallet_address_are_rejected(
     store: Store, field: str, change: dict[str, str], entity: str
 ) -> None:
     names = {key: value for key, value in change.items() if key != "id"}
-    report = store.ingest([make_point(change.get("id", "p"), **names)])
+    report = store.ingest([make_point(change.get("id", "p"), **names)], strict=False)
     assert report.quarantined == 1
     [reasons] = report.reasons.values()
     assert f"privacy: {field}: contains {entity}" in reasons
@@ -173,13 +173,13 @@ def test_ids_and_names_holding_an_iban_or_a_wallet_address_are_rejected(
 
 def test_an_unknown_field_named_with_pii_is_redacted_in_its_reason(store: Store) -> None:
     line = make_point("p").model_dump(mode="json") | {"jane.roe@example.com": "x"}
-    report = store.ingest([line])
+    report = store.ingest([line], strict=False)
     assert report.reasons["p"] == ["type: [EMAIL]: Extra inputs are not permitted"]
     assert "jane.roe" not in json.dumps(_quarantined(store))
 
 
 def test_an_id_holding_pii_is_redacted_in_quarantine_and_in_the_report(store: Store) -> None:
-    report = store.ingest([make_point("jane.roe@example.com")])
+    report = store.ingest([make_point("jane.roe@example.com")], strict=False)
     assert list(report.reasons) == ["[EMAIL]"]
     [(point_id, _, reasons)] = _quarantined(store)
     assert point_id == "[EMAIL]"
@@ -240,7 +240,7 @@ def test_gates_reject_empty_ids_and_names_and_turn_rewards_out_of_bounds(
     store: Store, change: dict[str, Any], reason: str
 ) -> None:
     document = {**make_point("p").model_dump(mode="json"), **change}
-    report = store.ingest([json.dumps(document)])
+    report = store.ingest([json.dumps(document)], strict=False)
     assert report.accepted == 0
     assert reason in next(iter(report.reasons.values()))
 
@@ -249,7 +249,7 @@ def test_a_record_changed_after_validation_cannot_bring_a_non_finite_advantage(
     store: Store,
 ) -> None:
     point = unvalidated(make_point("p"), "rl_labels.advantages", [0.5, float("nan")])
-    report = store.ingest([point])
+    report = store.ingest([point], strict=False)
     assert report.reasons["p"] == ["bounds: rl_labels.advantages.1: nan is not a finite number"]
 
 
@@ -258,7 +258,7 @@ def test_timestamps_in_the_future_or_past_retention_are_quarantined(store: Store
     future = make_point("future", when=now + timedelta(days=2))
     ancient = make_point("ancient", when=now - timedelta(days=91))
     skewed = make_point("skewed", when=now + timedelta(minutes=30))  # a clock a little ahead
-    report = store.ingest([future, ancient, skewed])
+    report = store.ingest([future, ancient, skewed], strict=False)
     assert report.accepted == 1
     assert report.reasons["future"] == [
         f"retention: timestamp: {future.timestamp.isoformat()} is in the future"
@@ -285,7 +285,7 @@ def test_quarantine_keeps_non_finite_numbers_as_valid_json_and_stores_the_rest(
 ) -> None:
     good = make_point("good").model_dump_json()
     bad = make_point("bad").model_dump_json().replace('"latency_ms":', '"latency_ms":NaN,"x":', 1)
-    report = store.ingest([good, bad])
+    report = store.ingest([good, bad], strict=False)
     assert report.accepted == 1 and report.quarantined == 1
     [(point_id, payload, _)] = _quarantined(store)
     assert point_id == "bad"
@@ -296,7 +296,7 @@ def test_quarantine_keeps_non_finite_numbers_as_valid_json_and_stores_the_rest(
 
 def test_quarantine_keeps_timestamps_as_they_were(store: Store) -> None:
     point = make_point("bad", quality=0.0)  # success with quality 0: consistency
-    report = store.ingest([point.model_dump(mode="json")])
+    report = store.ingest([point.model_dump(mode="json")], strict=False)
     assert report.quarantined == 1
     [(_, payload, _)] = _quarantined(store)
     document = payload if isinstance(payload, dict) else json.loads(payload)
@@ -315,21 +315,21 @@ def test_scrubbing_a_payload_keeps_timestamps_and_redacts_the_rest() -> None:
 def test_the_gates_value_lists_follow_their_field_lists() -> None:
     point = make_point("p")
     point.task.requirements = ["answer in JSON"]
-    point.task.conversation = [
+    point.trajectory = one_attempt(
         Message(role="user", content="hi", name="bob"),
         Message(
             role="assistant",
             tool_calls=[ToolCall(id="c1", name="f", arguments={"a": ["x", {"b": "y"}], "n": 1})],
         ),
         Message(role="tool", content="ok", tool_call_id="c1"),
-    ]
+    )
     assert identifying_values(point) == [value for _, value in identifying_fields(point)]
     assert free_texts(point) == [value for _, value in free_text_fields(point)]
     fields = dict(identifying_fields(point))
-    assert fields["task.conversation.1.tool_calls.0.arguments.a.1.b"] == "b"  # a key
+    assert fields["trajectory.0.messages.1.tool_calls.0.arguments.a.1.b"] == "b"  # a key
     texts = dict(free_text_fields(point))
-    assert texts["task.conversation.1.tool_calls.0.arguments.a.1.b"] == "y"  # a value
-    assert fields["task.conversation.0.name"] == "bob"
+    assert texts["trajectory.0.messages.1.tool_calls.0.arguments.a.1.b"] == "y"  # a value
+    assert fields["trajectory.0.messages.0.name"] == "bob"
 
 
 @pytest.mark.parametrize("points", ['{"id": "p"}', {"id": "p"}])

@@ -11,11 +11,12 @@ from pool_records import T0, make_point, unvalidated
 from sqlalchemy import func, select
 
 from agent_agency.pool import schema
-from agent_agency.pool import store as store_module
+from agent_agency.pool import sql_store as store_module
 from agent_agency.pool.prepare import collector_paused
 from agent_agency.pool.queries import BatchCriteria, get_batch
+from agent_agency.pool.reward_budget import BUDGET_EXHAUSTED
 from agent_agency.pool.settings import PoolSettings
-from agent_agency.pool.store import BUDGET_EXHAUSTED, Store
+from agent_agency.pool.store import Store
 from agent_agency.privacy.settings import AnonymizationPolicy
 from agent_agency.records import DataPoint, utcnow
 
@@ -84,7 +85,8 @@ def test_malformed_points_are_quarantined_with_every_reason(store: Store) -> Non
     negative["task"]["prompt"] = f"contact {EMAIL}"
     as_text = make_point("as-text").model_dump_json()
     report = store.ingest(
-        [good, missing, negative, 42, "not a point", as_text]  # type: ignore[list-item]
+        [good, missing, negative, 42, "not a point", as_text],  # type: ignore[list-item]
+        strict=False,
     )
     assert (report.accepted, report.quarantined) == (2, 4)
     assert report.reasons["missing"] == ["completeness: task.prompt: Field required"]
@@ -100,7 +102,7 @@ def test_malformed_points_are_quarantined_with_every_reason(store: Store) -> Non
     assert sorted(stored_ids, key=str) == sorted(["missing", "negative", None, None], key=str)
     assert EMAIL not in all_payload_text(store)
     # quarantining the same input again adds no row
-    store.ingest([missing])
+    store.ingest([missing], strict=False)
     assert count(store, schema.quarantine) == 4
 
 
@@ -108,7 +110,7 @@ def test_consistency_and_mutated_bounds_are_gated(store: Store) -> None:
     inconsistent = make_point("c", success=True, quality=0.0)
     mutated = unvalidated(make_point("m"), "rl_labels.reward", 3.0)
     mutated = unvalidated(mutated, "execution.tokens_used", 1)
-    report = store.ingest([inconsistent, mutated])
+    report = store.ingest([inconsistent, mutated], strict=False)
     assert report.quarantined == 2
     assert report.reasons["c"] == [
         "consistency: evaluation.quality_score: success is true but quality score is 0"
@@ -121,7 +123,7 @@ def test_consistency_and_mutated_bounds_are_gated(store: Store) -> None:
 def test_privacy_gate_catches_pii_when_redaction_is_switched_off(db_url: str) -> None:
     settings = PoolSettings(anonymization=AnonymizationPolicy(redact_text_pii=False))
     with Store.open(db_url, settings) as store:
-        report = store.ingest([make_point(prompt=f"write to {EMAIL}")])
+        report = store.ingest([make_point(prompt=f"write to {EMAIL}")], strict=False)
         assert report.quarantined == 1
         assert report.reasons["t1"] == ["privacy: task.prompt: contains EMAIL_ADDRESS"]
         assert EMAIL not in all_payload_text(store)
@@ -130,7 +132,7 @@ def test_privacy_gate_catches_pii_when_redaction_is_switched_off(db_url: str) ->
 def test_crash_inside_the_transaction_loses_nothing_acknowledged(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    acknowledged = store.ingest([make_point(f"a{i}") for i in range(3)])
+    acknowledged = store.ingest([make_point(f"a{i}") for i in range(3)], strict=False)
     assert acknowledged.accepted == 3
     real_insert = store_module.dialect_insert
 
@@ -142,23 +144,25 @@ def test_crash_inside_the_transaction_loses_nothing_acknowledged(
     monkeypatch.setattr(store_module, "dialect_insert", failing_insert)
     batch = [make_point(f"b{i}") for i in range(4)] + [make_point("bad", quality=0.0)]
     with pytest.raises(RuntimeError, match="simulated crash"):
-        store.ingest(batch)
+        store.ingest(batch, strict=False)
     assert {p.id for p in stored_points(store)} == {"a0", "a1", "a2"}
     assert count(store, schema.quarantine) == 0
     monkeypatch.setattr(store_module, "dialect_insert", real_insert)
-    retried = store.ingest(batch)
+    retried = store.ingest(batch, strict=False)
     assert (retried.accepted, retried.quarantined) == (4, 1)
 
 
 def test_reward_noise_spends_and_enforces_the_tenant_budget(db_url: str) -> None:
     policy = AnonymizationPolicy(reward_noise=True, noise_scale=0.1, reward_sensitivity=0.1)
-    # each point releases reward + 1 turn reward at ε = 0.1 / 0.1 = 1 each → 2 per point
-    settings = PoolSettings(anonymization=policy, epsilon_budget_per_tenant=7.0)
+    # each point releases its reward, its final turn reward in rl_labels and the same turn's
+    # reward in its trajectory, at ε = 0.1 / 0.1 = 1 each → 3 per point
+    settings = PoolSettings(anonymization=policy, epsilon_budget_per_tenant=10.0)
     with Store.open(db_url, settings) as store:
-        first = store.ingest([make_point(f"p{i}") for i in range(2)])
+        first = store.ingest([make_point(f"p{i}") for i in range(2)], strict=False)
         assert first.accepted == 2
         second = store.ingest(
-            [make_point(f"q{i}") for i in range(2)] + [make_point("other", tenant="globex")]
+            [make_point(f"q{i}") for i in range(2)] + [make_point("other", tenant="globex")],
+            strict=False,
         )
         assert second.accepted == 2
         assert second.reasons == {"q1": [BUDGET_EXHAUSTED]}
@@ -169,7 +173,7 @@ def test_reward_noise_spends_and_enforces_the_tenant_budget(db_url: str) -> None
             spent = sorted(
                 eps for eps in connection.scalars(select(schema.privacy_budget.c.epsilon_spent))
             )
-        assert spent == pytest.approx([2.0, 6.0])
+        assert spent == pytest.approx([3.0, 9.0])
         with store.engine.connect() as connection:
             [withheld] = connection.scalars(select(schema.quarantine.c.payload))
         assert withheld["id"] == "q1" and "rl_labels" not in withheld

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pool_records import make_point
+from pool_records import make_point, one_attempt
 from pydantic import ValidationError
 from sqlalchemy import select
 
@@ -26,10 +26,12 @@ from agent_agency.pool.ingest_workers import (
     ingest_here_until_started,
     prepare_as_worker,
 )
+from agent_agency.pool.point_inserts import insert_points
 from agent_agency.pool.prepare import IngestReport, data_point_row, tier_for
 from agent_agency.pool.queries import BatchCriteria, get_batch
+from agent_agency.pool.record_rows import insert_new
 from agent_agency.pool.settings import PoolSettings
-from agent_agency.pool.store import Store, insert_new, insert_points
+from agent_agency.pool.store import Store
 from agent_agency.pool.validation import parse_point, string_reasons, structural_reasons
 from agent_agency.privacy import pii
 from agent_agency.privacy.pii import PRESIDIO_DIGIT_TRIGGERS, PRESIDIO_TRIGGERS, clear_scan_cache
@@ -57,11 +59,11 @@ def _batch() -> list[DataPoint | dict[str, Any]]:
             tenant=f"tenant-{i % 3}",
             quality=0.0 if i == 7 else 0.9,  # success with quality 0: consistency reject
         )
-        point.task.conversation = [
+        point.trajectory = one_attempt(
             Message(role="system", content=SYSTEM),
             Message(role="user", content=point.task.prompt, name="jane"),
             Message(role="assistant", content=point.execution.final_output),
-        ]
+        )
         points.append(point.model_dump(mode="json") if i % 4 == 0 else point)
     points.append(points[1])  # duplicate inside the batch
     points.append({"id": "broken", "task": {}})  # malformed
@@ -100,7 +102,7 @@ def test_batched_ingest_stores_the_same_rows_as_the_reference_pipeline(
     with Store.open(db_url, settings) as store:
         batch = _batch()  # record ids inside are random: both runs get copies of one batch
         clear_scan_cache()
-        report = store.ingest(copy.deepcopy(batch))
+        report = store.ingest(copy.deepcopy(batch), strict=False)
         fast = _stored_rows(store)
         with store.engine.begin() as connection:
             connection.execute(schema.data_points.delete())
@@ -124,7 +126,7 @@ def test_batched_ingest_stores_the_same_rows_as_the_reference_pipeline(
 def test_anonymized_views_equal_one_view_per_point() -> None:
     points = [p if isinstance(p, DataPoint) else DataPoint.model_validate(p) for p in _batch()[:25]]
     with_tool_call = make_point("tool", prompt="look up the customer")
-    with_tool_call.task.conversation = [
+    with_tool_call.trajectory = one_attempt(
         Message(
             role="assistant",
             content="",
@@ -135,7 +137,7 @@ def test_anonymized_views_equal_one_view_per_point() -> None:
                 )
             ],
         )
-    ]
+    )
     points.append(with_tool_call)  # strings outside the free texts are cleaned too
     for rename in (False, True):
         anonymizer = Anonymizer(AnonymizationPolicy(rename_identifiers=rename), b"secret")
@@ -149,7 +151,8 @@ def test_unchanged_messages_are_shared_not_copied() -> None:
     point = _batch()[1]
     assert isinstance(point, DataPoint)
     [view] = Anonymizer(AnonymizationPolicy(), b"secret").anonymized_views([point])
-    assert view.task.conversation[0] is point.task.conversation[0]  # system prompt: no PII
+    # the system prompt holds no PII
+    assert view.trajectory[0].messages[0] is point.trajectory[0].messages[0]
 
 
 def test_insert_points_counts_only_rows_it_inserted(db_url: str) -> None:
@@ -284,9 +287,9 @@ def test_this_process_ingests_batches_until_a_worker_has_started(
     ingested_here: list[Sequence[Any]] = []
     ingest = store.ingest
 
-    def recorded(points: Sequence[Any]) -> IngestReport:
+    def recorded(points: Sequence[Any], *, strict: bool) -> IngestReport:
         ingested_here.append(points)
-        return ingest(points)
+        return ingest(points, strict=strict)
 
     monkeypatch.setattr(store, "ingest", recorded)
     monkeypatch.setattr(ingest_workers, "usable_cores", lambda: 3)  # one besides the workers'

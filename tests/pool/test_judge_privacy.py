@@ -6,7 +6,8 @@ from pool_records import make_records, make_task
 
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.assemble import build_data_point
-from agent_agency.pool.validation import free_text_fields, free_texts, string_reasons
+from agent_agency.pool.point_fields import free_text_fields, free_texts
+from agent_agency.pool.validation import string_reasons
 from agent_agency.privacy.settings import AnonymizationPolicy
 from agent_agency.records import DataPoint, JudgeVerdict
 
@@ -14,7 +15,7 @@ from agent_agency.records import DataPoint, JudgeVerdict
 def point_judged(*verdicts: JudgeVerdict) -> DataPoint:
     decision, execution, evaluations = make_records("t1")
     evaluation = evaluations[-1].model_copy(update={"judges": list(verdicts)})
-    return build_data_point(make_task("t1"), decision, execution, evaluation)
+    return build_data_point(make_task("t1"), decision, execution, [evaluation])
 
 
 def test_a_judges_rationale_and_error_are_anonymized_and_checked() -> None:

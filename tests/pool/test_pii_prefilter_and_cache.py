@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from pool_records import make_point
+from pool_records import make_point, one_attempt
 from sqlalchemy import text as sql_text
 
 from agent_agency.pool.anonymize import Anonymizer
@@ -188,7 +188,7 @@ def _point_with_everything() -> object:
         ),
         Message(role="tool", content="sent to 10.0.0.7", tool_call_id="c1"),
     ]
-    point.task.conversation = conversation
+    point.trajectory = one_attempt(*conversation)
     point.execution.failure_reason = "timeout calling +44 20 7946 0958"
     return point
 
@@ -215,7 +215,7 @@ def test_anonymized_view_equals_the_full_copy(rename: bool) -> None:
         "7946 0958",  # whole groups: four digits alone can occur in a random hex id
     ):
         assert secret not in dumped
-    assert full.task.conversation[2].tool_calls[0].arguments == {"to": ["[EMAIL]"], "n": 3}
+    assert full.trajectory[0].messages[2].tool_calls[0].arguments == {"to": ["[EMAIL]"], "n": 3}
     assert ("func1" in full.execution.final_output) is rename
 
 

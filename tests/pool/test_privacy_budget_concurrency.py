@@ -14,7 +14,8 @@ from agent_agency.pool.settings import PoolSettings
 from agent_agency.pool.store import Store
 from agent_agency.privacy.settings import AnonymizationPolicy
 
-# ε = sensitivity / scale = 1 per released value; a point releases reward + 1 turn reward → 2
+# ε = sensitivity / scale = 1 per released value; a point releases its reward and its one turn's
+# reward twice (rl_labels, trajectory) → 3
 SETTINGS = PoolSettings(
     anonymization=AnonymizationPolicy(reward_noise=True, noise_scale=0.1, reward_sensitivity=0.1),
     epsilon_budget_per_tenant=100.0,
@@ -48,7 +49,7 @@ def test_interleaved_ingests_for_one_tenant_both_spend(db_url: str) -> None:
         assert report.accepted == 2 and other_report[0].accepted == 3
         with first.engine.connect() as connection:
             [spent] = connection.scalars(select(schema.privacy_budget.c.epsilon_spent)).all()
-        assert spent == pytest.approx(2 * 2.0 + 3 * 2.0)
+        assert spent == pytest.approx(2 * 3.0 + 3 * 3.0)
     finally:
         first.close()
         second.close()

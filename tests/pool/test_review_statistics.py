@@ -48,7 +48,7 @@ def aged(store: Store) -> list[DataPoint]:
         )
         for i, age in enumerate(ages)
     ]
-    report = store.ingest([*points, {"id": "broken"}])
+    report = store.ingest([*points, {"id": "broken"}], strict=False)
     assert (report.accepted, report.quarantined) == (len(points), 1)
     return points
 
@@ -92,7 +92,7 @@ def test_days_with_data_agree_with_statistics_by_day(
 
 
 def test_compact_deletes_quarantine_rows_after_the_cold_retention(store: Store) -> None:
-    store.ingest([{"id": "broken"}])
+    store.ingest([{"id": "broken"}], strict=False)
     cold_days = store.settings.cold_days
 
     def quarantined() -> int:
@@ -186,7 +186,7 @@ def test_validate_quality_keys_rejected_inputs_like_ingest_and_uniquely(store: S
     )
     assert (report.total, report.clean) == (6, 2)
     assert report.clean_percentage == pytest.approx(100 * 2 / 6)
-    ingested = store.ingest(inputs)
+    ingested = store.ingest(inputs, strict=False)
     assert ingested.quarantined == 4
     assert ingested.reasons == report.reasons  # the same keys as ingest's report
     assert ingested.positions == {"dup": 1, "dup#2": 2, "#3": 3, "dup#5": 5}

@@ -30,7 +30,7 @@ def test_a_nul_in_a_point_is_a_type_reason_and_the_rest_of_the_batch_is_stored(
     nul_prompt = make_point("nul", prompt="hello\x00world")
     nul_agent = make_point("agent", agent="direct\x00")
     surrogate = make_point("surrogate", output="broken \ud800 text")
-    report = store.ingest([nul_prompt, make_point("fine"), nul_agent, surrogate])
+    report = store.ingest([nul_prompt, make_point("fine"), nul_agent, surrogate], strict=False)
     assert report.accepted == 1
     assert report.reasons["nul"] == [f"type: task.prompt: {NUL_REASON}"]
     assert f"type: routing.selected_agent: {NUL_REASON}" in report.reasons["agent"]
@@ -52,7 +52,7 @@ def test_rejected_input_with_unstorable_text_is_quarantined_with_it_replaced(
         json.dumps({"id": "z\x00", "x": 1, "key\x00": "v\x00"}),
         json.dumps(point),
     ]
-    report = store.ingest(lines)
+    report = store.ingest(lines, strict=False)
     assert report.accepted == 1 and report.quarantined == 2
     assert set(report.reasons) == {"p\ufffd", "z\ufffd"}
     with store.engine.connect() as connection:

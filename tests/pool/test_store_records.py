@@ -10,7 +10,7 @@ from sqlalchemy import func, inspect, select, text
 
 from agent_agency.pool import schema
 from agent_agency.pool.engine import make_engine
-from agent_agency.pool.migrate import alembic_config
+from agent_agency.pool.migrate import alembic_config, upgrade
 from agent_agency.pool.queries import refused_tasks
 from agent_agency.pool.store import Store
 from agent_agency.records import RoutingRefusal
@@ -53,6 +53,7 @@ def test_upgrading_keeps_stored_executions_counted_as_finished(db_url: str) -> N
             {"when": T0},
         )
     engine.dispose()
+    upgrade(db_url)
     with Store.open(db_url) as store, store.engine.connect() as connection:
         assert connection.execute(select(schema.executions.c.cancelled)).scalars().all() == [False]
 
@@ -73,6 +74,7 @@ def test_upgrading_adds_the_refusals_table_and_downgrading_drops_it(db_url: str)
             {"id": decision.id, "when": T0, "payload": decision.model_dump_json()},
         )
     engine.dispose()
+    upgrade(db_url)
     refusal = make_refusal("t2")
     with Store.open(db_url) as store:
         store.write_records(refusals=[refusal])

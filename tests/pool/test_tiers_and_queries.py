@@ -146,7 +146,7 @@ def test_validate_quality_and_collection_metrics(store: Store) -> None:
     assert (report.total, report.clean, report.clean_percentage) == (20, 19, 95.0)
     assert collection_metrics(store).valid_data_percentage is None, "no data: no percentage"
     out_of_bounds = unvalidated(make_point("oob"), "evaluation.quality_score", 1.5)
-    store.ingest([*good, bad, {"id": "broken"}, out_of_bounds])
+    store.ingest([*good, bad, {"id": "broken"}, out_of_bounds], strict=False)
     metrics = collection_metrics(store)
     assert metrics.data_points == 19
     assert metrics.quarantined == 3

@@ -6,14 +6,13 @@ import json
 import math
 
 import pytest
-from pool_records import make_point, unvalidated
+from pool_records import make_point, one_attempt, unvalidated
 from pydantic import ValidationError
 
+from agent_agency.pool.point_fields import free_text_fields, free_texts
 from agent_agency.pool.validation import (
     batch_string_reasons,
     bounds_reasons,
-    free_text_fields,
-    free_texts,
     parse_point,
     string_reasons,
 )
@@ -75,26 +74,27 @@ def test_an_assignment_is_validated_naming_its_field() -> None:
 
 def test_free_texts_are_the_values_of_free_text_fields_in_order() -> None:
     point = make_point(prompt="p", output="o")
-    point.task.conversation = [
+    point.trajectory = one_attempt(
         Message(role="system", content="s"),
         Message(role="user", content="u"),
-    ]
+    )
+    point.trajectory[0].feedback = "b"
     point.execution.failure_reason = "f"
     assert free_texts(point) == [text for _, text in free_text_fields(point)]
-    assert free_texts(point) == ["p", "s", "u", "o", "f"] + [
+    assert free_texts(point) == ["p", "s", "u", "b", "o", "f"] + [
         gate.reason for gate in point.evaluation.gates
     ]
 
 
 def test_string_reasons_name_every_field_holding_pii() -> None:
     point = make_point(prompt="mail ana@corp.example.org", output="fine")
-    point.task.conversation = [
+    point.trajectory = one_attempt(
         Message(role="user", content="fine"),
         Message(role="user", content="call +1 (415) 555-2671"),
-    ]
+    )
     expected = [
         "privacy: task.prompt: contains EMAIL_ADDRESS",
-        "privacy: task.conversation.1.content: contains PHONE_NUMBER",
+        "privacy: trajectory.0.messages.1.content: contains PHONE_NUMBER",
     ]
     assert string_reasons(point) == expected
     clean = make_point("clean", prompt="fine", output="fine")

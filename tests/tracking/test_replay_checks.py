@@ -80,7 +80,7 @@ def test_replay_takes_an_evaluation_whose_execution_the_database_holds(tmp_path:
 def test_replay_quarantines_a_point_with_lax_types_as_pool_ingest_does(tmp_path: Path) -> None:
     made = execution(10)
     task = Task(id="t10", type="arithmetic", prompt="2+2?", grader=GraderSpec(kind="exact-number"))
-    point = build_data_point(task, None, made, None).model_dump(mode="json")
+    point = build_data_point(task, None, made, []).model_dump(mode="json")
     # The values the point holds, as text or floats: pydantic's lax mode would take each.
     assert (point["execution"]["input_tokens"], point["routing"]["candidates"]) == (0, 1)
     assert (point["execution"]["success"], point["caws_compliant"]) == (False, False)

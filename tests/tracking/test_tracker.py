@@ -124,11 +124,11 @@ class FlakyIngest:
     def write_records(self, **records: Any) -> None:
         self.store.write_records(**records)
 
-    def ingest(self, points: Any) -> Any:
+    def ingest(self, points: Any, *, strict: bool) -> Any:
         if self.failures_left:
             self.failures_left -= 1
             raise RuntimeError("disk full")
-        return self.store.ingest(points)
+        return self.store.ingest(points, strict=strict)
 
 
 def test_decisions_and_evaluations_enter_the_audit_chain_once(store: Store, tmp_path: Path) -> None:
@@ -149,7 +149,7 @@ def test_decisions_and_evaluations_enter_the_audit_chain_once(store: Store, tmp_
     )
     audit = AuditLog(store.engine)
     tracker = Tracker(FlakyIngest(store), spill_dir=tmp_path, audit=audit, flush_interval_s=0.05)
-    for record in (decision(1), made, evaluation, build_data_point(task, None, made, evaluation)):
+    for record in (decision(1), made, evaluation, build_data_point(task, None, made, [evaluation])):
         tracker.record(record)
     tracker.close()
     report = audit.verify()
@@ -170,7 +170,7 @@ def test_only_records_with_stages_still_due_are_spilled(store: Store, tmp_path: 
         Task(id="t2", type="arithmetic", prompt="2+2?", grader=GraderSpec(kind="exact-number")),
         None,
         made,
-        None,
+        [],
     )
     tracker = Tracker(sink, spill_dir=tmp_path, retries=2, flush_interval_s=0.05)
     tracker.record(made)
@@ -384,7 +384,7 @@ def test_replay_counts_a_point_the_pool_quarantines_as_quarantined(
 
     made = execution(10)
     task = Task(id="t10", type="arithmetic", prompt="2+2?", grader=GraderSpec(kind="exact-number"))
-    point = build_data_point(task, None, made, None)
+    point = build_data_point(task, None, made, [])
     stale = point.model_copy(update={"timestamp": utcnow() - timedelta(days=400)})
     spilled = tmp_path / "spill.jsonl"
     spilled.write_text(

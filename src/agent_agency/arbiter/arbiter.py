@@ -36,6 +36,7 @@ from agent_agency.records import (
     Execution,
     Iteration,
     Message,
+    ModelTurn,
     RoutingDecision,
     RoutingRefusal,
     Span,
@@ -327,24 +328,31 @@ class Arbiter:
             iteration.input_tokens += completion.input_tokens
             iteration.output_tokens += completion.output_tokens
             iteration.output = completion.text
+            response = Message(
+                role="assistant", content=completion.text, tool_calls=completion.tool_calls
+            )
+            turn = ModelTurn(
+                response=response,
+                input_tokens=completion.input_tokens,
+                output_tokens=completion.output_tokens,
+            )
+            iteration.turns.append(turn)
             if not completion.tool_calls or not tools:
                 break
-            conversation.append(
-                Message(role="assistant", content=completion.text, tool_calls=completion.tool_calls)
-            )
+            conversation.append(response)
             for call in completion.tool_calls:
                 tool_started = utcnow()
                 use = _use_tool(call)
                 outcome.spans.append(tool_span(outcome.trace, use, tool_started, utcnow()))
                 iteration.tool_uses.append(use)
-                conversation.append(
-                    Message(
-                        role="tool",
-                        name=call.name,
-                        tool_call_id=call.id,
-                        content=use.result if use.error is None else f"error: {use.error}",
-                    )
+                result = Message(
+                    role="tool",
+                    name=call.name,
+                    tool_call_id=call.id,
+                    content=use.result if use.error is None else f"error: {use.error}",
                 )
+                turn.tool_results.append(result)
+                conversation.append(result)
         iteration.latency_ms = (time.perf_counter() - started - waited) * 1000.0
         return iteration
 
@@ -397,7 +405,7 @@ class Arbiter:
                 outcome.task,
                 outcome.decisions[-1],
                 outcome.execution,
-                outcome.evaluation,
+                outcome.evaluations,
                 tenant_id=self.tenant_id,
             )
         if self.tracker is None:

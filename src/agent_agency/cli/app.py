@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from agent_agency.cli.audit import audit_app
+from agent_agency.cli.db import db_app
 from agent_agency.cli.options import (
     AgencyGroup,
     ConfigOption,
@@ -56,6 +57,7 @@ app.add_typer(config_app, name="config")
 app.add_typer(pool_app, name="pool", no_args_is_help=True)
 app.add_typer(routing_app, name="routing", no_args_is_help=True)
 app.add_typer(audit_app, name="audit", no_args_is_help=True)
+app.add_typer(db_app, name="db", no_args_is_help=True)
 
 
 @config_app.command("show")

@@ -30,7 +30,7 @@ from agent_agency.pool.settings import check_database_url
 from agent_agency.sections import ConfigError
 
 if TYPE_CHECKING:
-    from agent_agency.pool.store import Store
+    from agent_agency.pool.sql_store import SqlStore
 
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
@@ -365,7 +365,9 @@ def missing_sqlite_file(url: str) -> Path | None:
     return None if path.exists() else path
 
 
-def open_store(settings: AgencyConfig, *, create: bool = True, writes: bool | None = None) -> Store:
+def open_store(
+    settings: AgencyConfig, *, create: bool = True, writes: bool | None = None
+) -> SqlStore:
     """The configured pool, connected and migrated; a database that cannot be opened exits 2
     naming it and why. Commands that only read pass `create=False`: a SQLite file that does not
     exist, or a database without the pool's tables, is then an error: it holds nothing to read
@@ -376,6 +378,7 @@ def open_store(settings: AgencyConfig, *, create: bool = True, writes: bool | No
     from alembic.util.exc import CommandError
     from sqlalchemy.exc import SQLAlchemyError
 
+    from agent_agency.pool.migrate import SchemaMismatch
     from agent_agency.pool.store import NoPool, Store
     from agent_agency.privacy.tenant_secret import TenantSecretError, load_tenant_secret
 
@@ -398,6 +401,8 @@ def open_store(settings: AgencyConfig, *, create: bool = True, writes: bool | No
         raise fail(
             f"{url_label()}: {shown} holds no agency data yet; {CREATE_DATABASE_HINT}"
         ) from None
+    except SchemaMismatch as error:
+        raise fail(f"{url_label()}: {error}") from None
     except (SQLAlchemyError, CommandError, ImportError) as error:
         raise cannot_open(url, error) from None
     if writing:
@@ -411,7 +416,7 @@ def open_store(settings: AgencyConfig, *, create: bool = True, writes: bool | No
     return store
 
 
-def _take_the_write_lock(store: Store) -> None:
+def _take_the_write_lock(store: SqlStore) -> None:
     """Take a SQLite database's write lock and let it go (waiting as long as SQLite waits for a
     lock), so that a database another process keeps locked is found before any work is done.
     Other databases lock rows, not the database: nothing to check."""

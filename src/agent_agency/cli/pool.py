@@ -52,8 +52,8 @@ from agent_agency.pool.queries import (
     simulated_label,
     simulation_banner,
 )
+from agent_agency.pool.sql_store import SqlStore
 from agent_agency.pool.storable_text import storable
-from agent_agency.pool.store import Store
 from agent_agency.pool.tiers import CompactReport
 from agent_agency.pool.tiers import compact as compact_tiers
 from agent_agency.records import DataPoint, to_utc
@@ -64,7 +64,7 @@ console = Console()
 
 def _open(
     config: Path | None, db: str | None, *, create: bool = False, writes: bool | None = None
-) -> Store:
+) -> SqlStore:
     return open_store(load_settings(config, db), create=create, writes=writes)
 
 

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from agent_agency.pool.validation import free_texts
+from agent_agency.pool.point_fields import free_texts
 from agent_agency.privacy.code_identifiers import IdentifierRenamer
 from agent_agency.privacy.pii import CACHE_MAX_CHARS, CACHE_SIZE, redact
 from agent_agency.privacy.settings import DEFAULT_PHONE_REGIONS, AnonymizationPolicy
@@ -107,6 +107,10 @@ class Anonymizer:
     def _hash_tenant(self, tenant_id: str) -> str:
         return hash_tenant(tenant_id, self._secret)
 
+    def stored_tenant(self, tenant_id: str) -> str:
+        """The tenant id as a point anonymized under this policy stores it."""
+        return self._tenant_hash(tenant_id) if self.policy.hash_tenant else tenant_id
+
     def _include(self, entity: str) -> bool:
         if entity == "FILE_PATH":
             return self.policy.generalize_paths
@@ -191,14 +195,15 @@ class Anonymizer:
         drop_names = self.policy.remove_user_ids
         return not any(
             message.tool_calls or (drop_names and message.role == "user" and message.name)
-            for message in point.task.conversation
+            for attempt in point.trajectory
+            for message in attempt.messages
         )
 
     def _stamped(self, point: DataPoint, policy: dict[str, Any], **changes: Any) -> DataPoint:
         """`point` with `changes`, the policy recorded and the tenant hashed if the policy says."""
         update: dict[str, Any] = {**changes, "anonymization_policy": policy}
         if self.policy.hash_tenant:
-            update["tenant_id"] = self._tenant_hash(point.tenant_id)
+            update["tenant_id"] = self.stored_tenant(point.tenant_id)
         return point.model_copy(update=update)
 
     def _view(
@@ -206,7 +211,14 @@ class Anonymizer:
     ) -> DataPoint:
         task = point.task
         prompt = clean(task.prompt)
-        conversation = [self._clean_message(message, clean) for message in task.conversation]
+        trajectory = [
+            _changed(
+                attempt,
+                messages=[self._clean_message(message, clean) for message in attempt.messages],
+                feedback=clean(attempt.feedback) if attempt.feedback else attempt.feedback,
+            )
+            for attempt in point.trajectory
+        ]
         execution = point.execution
         final_output = clean(execution.final_output)
         failure_reason = execution.failure_reason
@@ -225,7 +237,8 @@ class Anonymizer:
         return self._stamped(
             point,
             policy,
-            task=_changed(task, prompt=prompt, conversation=conversation),
+            task=_changed(task, prompt=prompt),
+            trajectory=trajectory,
             execution=_changed(execution, final_output=final_output, failure_reason=failure_reason),
             evaluation=_changed(evaluation, gates=gates, judges=judges),
         )

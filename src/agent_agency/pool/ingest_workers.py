@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from agent_agency.pool.anonymize import Anonymizer
+from agent_agency.pool.point_inserts import sqlite_point_parameters
 from agent_agency.pool.prepare import (
     IngestReport,
     PreparedBatch,
@@ -33,7 +34,8 @@ from agent_agency.pool.prepare import (
     prepare_batch,
 )
 from agent_agency.pool.settings import PoolSettings
-from agent_agency.pool.store import Store, check_points, sqlite_point_parameters
+from agent_agency.pool.sql_store import SqlStore
+from agent_agency.pool.store import check_points
 from agent_agency.pool.validation import RawPoint
 from agent_agency.privacy.pii import presidio_analyzer
 from agent_agency.privacy.tenant_secret import load_tenant_secret
@@ -153,7 +155,7 @@ def _prepare_in_worker(points: list[RawPoint], cold_through: date | None) -> Pre
 
 
 def ingest_batches(
-    store: Store,
+    store: SqlStore,
     batches: Iterable[Sequence[RawPoint]],
     workers: int = 1,
     *,
@@ -194,11 +196,11 @@ def _checked(batches: Iterable[Sequence[RawPoint]]) -> Iterator[Sequence[RawPoin
 
 
 def _ingested(
-    store: Store, batches: Iterator[Sequence[RawPoint]], workers: int, prepare_here: bool
+    store: SqlStore, batches: Iterator[Sequence[RawPoint]], workers: int, prepare_here: bool
 ) -> Generator[IngestReport, None, None]:
     if workers == 1:
         for batch in batches:
-            yield store.ingest(batch)
+            yield store.ingest(batch, strict=False)
         return
     secret = load_tenant_secret(store.settings)
     executor = ProcessPoolExecutor(
@@ -222,7 +224,7 @@ def _ingested(
 
 
 def ingest_here_until_started(
-    store: Store, batches: Iterator[Sequence[RawPoint]], started: Sequence[Future[None]]
+    store: SqlStore, batches: Iterator[Sequence[RawPoint]], started: Sequence[Future[None]]
 ) -> Iterator[IngestReport]:
     """Ingest batches in this process, each report after its commit, until one of `started` is
     done (a worker has started) or `batches` runs out; the batches left are the workers'."""
@@ -230,7 +232,7 @@ def ingest_here_until_started(
         batch = next(batches, None)
         if batch is None:
             return
-        yield store.ingest(batch)
+        yield store.ingest(batch, strict=False)
 
 
 PrepareLater = Callable[[list[RawPoint], date | None], Future[PreparedBatch]]
@@ -238,7 +240,7 @@ PrepareLater = Callable[[list[RawPoint], date | None], Future[PreparedBatch]]
 
 
 def commit_in_order(
-    store: Store, batches: Iterable[Sequence[RawPoint]], submit: PrepareLater, ahead: int
+    store: SqlStore, batches: Iterable[Sequence[RawPoint]], submit: PrepareLater, ahead: int
 ) -> Iterator[IngestReport]:
     """Submit each batch to be prepared elsewhere, commit the prepared batches in order, at most
     `ahead` of them submitted and not yet committed (they bound memory); each report after its

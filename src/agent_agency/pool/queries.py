@@ -19,7 +19,8 @@ from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.prepare import prepare_batch
 from agent_agency.pool.settings import PoolSettings
-from agent_agency.pool.store import Store, check_points
+from agent_agency.pool.sql_store import SqlStore
+from agent_agency.pool.store import check_points
 from agent_agency.pool.validation import RawPoint
 from agent_agency.records import DataPoint, Evaluation, to_utc, utcnow
 
@@ -123,7 +124,7 @@ def failed_gates(reasons: list[str]) -> set[str]:
     return {reason.partition(":")[0] for reason in reasons}
 
 
-def utc_day(store: Store, column: Any) -> ColumnElement[Any]:
+def utc_day(store: SqlStore, column: Any) -> ColumnElement[Any]:
     """The UTC calendar day of a timestamp column, as text 'YYYY-MM-DD' on both dialects."""
     if store.engine.dialect.name == "postgresql":
         return func.to_char(func.timezone("UTC", column), "YYYY-MM-DD")
@@ -152,7 +153,7 @@ def _add(into: dict[str, list[float]], key: str, sums: Sequence[Any]) -> None:
 
 
 def get_system_statistics(
-    store: Store, aggregate_by: AggregateBy = "task_type", time_range: timedelta | None = None
+    store: SqlStore, aggregate_by: AggregateBy = "task_type", time_range: timedelta | None = None
 ) -> list[GroupStatistics]:
     """Statistics per agent, task type, complexity or day, over every tier (complexity: hot and
     warm only, as the cold tier does not keep it); a ValueError for any other `aggregate_by`."""
@@ -236,7 +237,7 @@ def _agent_statistics_statement(by_type: bool, windowed: bool) -> Select[Any]:
 
 
 def get_agent_statistics(
-    store: Store, agent: str, task_type: str | None = None, time_range: timedelta | None = None
+    store: SqlStore, agent: str, task_type: str | None = None, time_range: timedelta | None = None
 ) -> GroupStatistics:
     """One agent's statistics (optionally for one task type and recent window), for routing."""
     parameters: dict[str, Any] = {"agent": agent}
@@ -255,7 +256,7 @@ def get_agent_statistics(
     return _statistics(agent, totals[agent])
 
 
-def get_batch(store: Store, criteria: BatchCriteria | Mapping[str, Any]) -> list[DataPoint]:
+def get_batch(store: SqlStore, criteria: BatchCriteria | Mapping[str, Any]) -> list[DataPoint]:
     """Data points held in full (hot and warm) that match `criteria`, oldest first.
 
     `criteria` may be a mapping of BatchCriteria's fields: an unknown key or a bad value is a
@@ -280,7 +281,7 @@ def get_batch(store: Store, criteria: BatchCriteria | Mapping[str, Any]) -> list
         return [DataPoint.model_validate(row[0]) for row in connection.execute(query)]
 
 
-def get_evaluations(store: Store, since: datetime | None = None) -> Iterator[Evaluation]:
+def get_evaluations(store: SqlStore, since: datetime | None = None) -> Iterator[Evaluation]:
     """Stored evaluations, oldest first, optionally only those since `since`."""
     table = schema.evaluations
     query = select(table.c.payload).order_by(table.c.timestamp, table.c.id)
@@ -291,7 +292,7 @@ def get_evaluations(store: Store, since: datetime | None = None) -> Iterator[Eva
             yield Evaluation.model_validate(payload)
 
 
-def refused_tasks(store: Store, since: datetime | None = None) -> int:
+def refused_tasks(store: SqlStore, since: datetime | None = None) -> int:
     """How many tasks the router refused before any agent tried them (`RoutingRefusal`), since
     `since`: no execution, decision or statistic counts them."""
     table = schema.routing_refusals
@@ -344,7 +345,7 @@ def validate_quality(
     )
 
 
-def collection_metrics(store: Store, time_range: timedelta | None = None) -> CollectionMetrics:
+def collection_metrics(store: SqlStore, time_range: timedelta | None = None) -> CollectionMetrics:
     """Volume, quality and coverage of what was collected, optionally over the last `time_range`.
 
     Accepted points are counted in every tier: points held in full by their timestamp, the cold

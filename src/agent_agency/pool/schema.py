@@ -31,6 +31,7 @@ from agent_agency.records import (
     AGENT_MAX,
     ID_MAX,
     STRATEGY_MAX,
+    SUITE_MAX,
     TASK_ID_MAX,
     TASK_TYPE_MAX,
     TENANT_MAX,
@@ -49,6 +50,8 @@ TaskId = String(TASK_ID_MAX)
 TaskType = String(TASK_TYPE_MAX)
 Agent = String(AGENT_MAX)
 Tenant = String(TENANT_MAX)
+Suite = String(SUITE_MAX)
+Split = String(10)
 SPAN_NAME_MAX = 200
 QUARANTINE_POINT_ID_MAX = 200
 # ids bound in one `IN (...)` lookup: far below SQLite's and PostgreSQL's parameter caps
@@ -143,6 +146,11 @@ data_points = Table(
     Column("timestamp", Timestamp, nullable=False),
     Column("tier", String(10), nullable=False),
     Column("task_type", TaskType, nullable=False),
+    # which task, of which suite and split: held-out tasks are left out of training by a query,
+    # and samples of one prompt grouped by its task (migration 0006)
+    Column("task_id", TaskId, nullable=False),
+    Column("suite", Suite, nullable=False),
+    Column("split", Split, nullable=False),
     Column("agent", Agent, nullable=False),
     Column("tenant", Tenant, nullable=False),
     Column("complexity", String(20), nullable=False),
@@ -166,7 +174,11 @@ data_points = Table(
     ),
     Index("ix_data_points_type_time", "task_type", "timestamp"),
     Index("ix_data_points_tier_time", "tier", "timestamp"),
-    Index("ix_data_points_timestamp", "timestamp"),
+    # the order batches are read in (`Store.iter_batches`: keyset pagination), and by split
+    Index("ix_data_points_time_id", "timestamp", "id"),
+    Index("ix_data_points_split_time_id", "split", "timestamp", "id"),
+    Index("ix_data_points_task_id", "task_id"),
+    Index("ix_data_points_suite", "suite"),
 )
 
 quarantine = Table(

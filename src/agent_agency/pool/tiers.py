@@ -17,7 +17,8 @@ from pydantic import BaseModel
 from sqlalchemy import Connection, and_, delete, func, select, update
 
 from agent_agency.pool import schema
-from agent_agency.pool.store import Store, dialect_insert
+from agent_agency.pool.record_rows import dialect_insert
+from agent_agency.pool.sql_store import SqlStore
 from agent_agency.records import to_utc, utcnow
 
 _SUMMED = (
@@ -91,7 +92,7 @@ def _move_day_to_cold(connection: Connection, start: datetime) -> int:
 
 
 def compact(
-    store: Store,
+    store: SqlStore,
     now: datetime | None = None,
     on_day: Callable[[int, int], None] | None = None,
 ) -> CompactReport:

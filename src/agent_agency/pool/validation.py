@@ -20,9 +20,22 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent_agency.jsonl import not_an_object
+from agent_agency.pool.point_fields import (
+    free_text_fields,
+    free_texts,
+    identifying_fields,
+    identifying_values,
+    turn_rewards,
+)
 from agent_agency.pool.storable_text import unstorable_reason
 from agent_agency.privacy.pii import checksum_entities, pii_entities, redact
-from agent_agency.records import MAX_COUNT, MAX_LATENCY_MS, DataPoint, RubricScores, to_utc
+from agent_agency.records import (
+    MAX_COUNT,
+    MAX_LATENCY_MS,
+    DataPoint,
+    RubricScores,
+    to_utc,
+)
 
 _BOUND_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
 
@@ -156,6 +169,7 @@ def _unit_values(point: DataPoint) -> list[Any]:
         *[gate.score for gate in evaluation.gates],
         *[getattr(rubric, name) for name in _RUBRIC_SCORES],
         *point.rl_labels.turn_rewards,
+        *[reward.turn_reward for _, reward in turn_rewards(point)],
     ]
 
 
@@ -166,6 +180,7 @@ def _unit_names(point: DataPoint) -> list[str]:
         *[f"evaluation.gates.{index}.score" for index in range(len(evaluation.gates))],
         *[f"evaluation.rubric.{name}" for name in _RUBRIC_SCORES],
         *[f"rl_labels.turn_rewards.{index}" for index in range(len(point.rl_labels.turn_rewards))],
+        *[f"{path}.turn_reward" for path, _ in turn_rewards(point)],
     ]
 
 
@@ -276,6 +291,39 @@ def consistency_reasons(point: DataPoint) -> list[str]:
         reasons.append("completeness: task.task_type: empty task type")
     if _is_blank(point.tenant_id):
         reasons.append("completeness: tenant_id: empty tenant id")
+    return reasons + trajectory_reasons(point)
+
+
+def trajectory_reasons(point: DataPoint) -> list[str]:
+    """Reasons why the trajectory cannot be read back: attempts out of order, more messages
+    shared than the attempt before has, a turn whose response is no assistant message of its
+    attempt's conversation (or precedes the turn before it)."""
+    reasons = []
+    number, previous_length = 0, 0
+    for index, attempt in enumerate(point.trajectory):
+        where = f"consistency: trajectory.{index}"
+        if attempt.number <= number:
+            reasons.append(f"{where}.number: {attempt.number} does not follow attempt {number}")
+        if attempt.shared > previous_length:
+            reasons.append(
+                f"{where}.shared: {attempt.shared} messages, but the attempt before has "
+                f"{previous_length}"
+            )
+        length = min(attempt.shared, previous_length) + len(attempt.messages)
+        last = -1
+        for at, turn in enumerate(attempt.turns):
+            response = turn.response
+            if response <= last or not attempt.shared <= response < length:
+                reasons.append(
+                    f"{where}.turns.{at}.response: {response} is not one of the attempt's own "
+                    f"messages (from {attempt.shared} to {length - 1}) after the turn before's"
+                )
+            elif attempt.messages[response - attempt.shared].role != "assistant":
+                reasons.append(
+                    f"{where}.turns.{at}.response: message {response} is no assistant message"
+                )
+            last = response
+        number, previous_length = attempt.number, length
     return reasons
 
 
@@ -315,124 +363,6 @@ def timestamp_reasons(
             "stored again, the point could be counted twice"
         ]
     return []
-
-
-def free_text_fields(point: DataPoint) -> Iterator[tuple[str, str]]:
-    """Every free-text field of a point, with its path."""
-    yield "task.prompt", point.task.prompt
-    for index, message in enumerate(point.task.conversation):
-        yield f"task.conversation.{index}.content", message.content
-    yield "execution.final_output", point.execution.final_output
-    if point.execution.failure_reason:
-        yield "execution.failure_reason", point.execution.failure_reason
-    for index, gate in enumerate(point.evaluation.gates):
-        yield f"evaluation.gates.{index}.reason", gate.reason
-    for index, verdict in enumerate(point.evaluation.judges):
-        yield f"evaluation.judges.{index}.rationale", verdict.rationale
-        if verdict.error:
-            yield f"evaluation.judges.{index}.error", verdict.error
-    for index, message in enumerate(point.task.conversation):
-        for number, call in enumerate(message.tool_calls):
-            path = f"task.conversation.{index}.tool_calls.{number}.arguments"
-            yield from _json_strings(path, call.arguments, keys=False)
-
-
-def free_texts(point: DataPoint) -> list[str]:
-    """The values of `free_text_fields(point)`, in the same order, without their paths."""
-    execution = point.execution
-    texts = [point.task.prompt, *[message.content for message in point.task.conversation]]
-    texts.append(execution.final_output)
-    if execution.failure_reason:
-        texts.append(execution.failure_reason)
-    texts.extend(gate.reason for gate in point.evaluation.gates)
-    for verdict in point.evaluation.judges:
-        texts.append(verdict.rationale)
-        if verdict.error:
-            texts.append(verdict.error)
-    for message in point.task.conversation:
-        for call in message.tool_calls:
-            texts += [value for _, value in _json_strings("", call.arguments, keys=False)]
-    return texts
-
-
-def identifying_fields(point: DataPoint) -> Iterator[tuple[str, str]]:
-    """Every string of a point that is neither free text nor a timestamp, with its path: ids,
-    names, types, requirements, the keys of tool call arguments (their values are free text).
-
-    Anonymization leaves them as they are (ids join records, names group statistics), so PII in
-    one of them rejects the point (`identifier_entities` says which PII).
-    """
-    task, routing = point.task, point.routing
-    yield "id", point.id
-    yield "tenant_id", point.tenant_id
-    yield "task.task_id", task.task_id
-    yield "task.task_type", task.task_type
-    yield "task.suite", task.suite
-    for index, requirement in enumerate(task.requirements):
-        yield f"task.requirements.{index}", requirement
-    if routing.decision_id is not None:
-        yield "routing.decision_id", routing.decision_id
-    yield "routing.selected_agent", routing.selected_agent
-    yield "routing.strategy", routing.strategy
-    yield "execution.execution_id", point.execution.execution_id
-    yield "evaluation.evaluation_id", point.evaluation.evaluation_id
-    for index, gate in enumerate(point.evaluation.gates):
-        yield f"evaluation.gates.{index}.name", gate.name
-    for index, verdict in enumerate(point.evaluation.judges):
-        yield f"evaluation.judges.{index}.judge", verdict.judge
-    for index, message in enumerate(task.conversation):
-        where = f"task.conversation.{index}"
-        if message.name is not None:
-            yield f"{where}.name", message.name
-        if message.tool_call_id is not None:
-            yield f"{where}.tool_call_id", message.tool_call_id
-        for number, call in enumerate(message.tool_calls):
-            yield f"{where}.tool_calls.{number}.id", call.id
-            yield f"{where}.tool_calls.{number}.name", call.name
-            path = f"{where}.tool_calls.{number}.arguments"
-            yield from _json_strings(path, call.arguments, keys=True)
-
-
-def identifying_values(point: DataPoint) -> list[str]:
-    """The values of `identifying_fields(point)`, in the same order, without their paths (built
-    without them: this is the privacy gate's common case)."""
-    task, routing = point.task, point.routing
-    values = [point.id, point.tenant_id, task.task_id, task.task_type, task.suite]
-    values += task.requirements
-    if routing.decision_id is not None:
-        values.append(routing.decision_id)
-    values += (
-        routing.selected_agent,
-        routing.strategy,
-        point.execution.execution_id,
-        point.evaluation.evaluation_id,
-    )
-    values += [gate.name for gate in point.evaluation.gates]
-    values += [verdict.judge for verdict in point.evaluation.judges]
-    for message in task.conversation:
-        if message.name is not None:
-            values.append(message.name)
-        if message.tool_call_id is not None:
-            values.append(message.tool_call_id)
-        for call in message.tool_calls:
-            values += (call.id, call.name)
-            values += [key for _, key in _json_strings("", call.arguments, keys=True)]
-    return values
-
-
-def _json_strings(path: str, value: Any, *, keys: bool) -> Iterator[tuple[str, str]]:
-    """The object keys (`keys`) or else the string values in a JSON value, with their paths."""
-    if isinstance(value, str):
-        if not keys:
-            yield path, value
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _json_strings(f"{path}.{index}", item, keys=keys)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            if keys:
-                yield f"{path}.{key}", str(key)
-            yield from _json_strings(f"{path}.{key}", item, keys=keys)
 
 
 # Our recognizers find these by the shape of digits alone. In an id or a name (dates, UUIDs,

@@ -61,7 +61,8 @@ class RecordSink(Protocol):
         refusals: Sequence[RoutingRefusal] = (),
     ) -> None: ...
 
-    def ingest(self, points: Sequence[DataPoint]) -> Any: ...
+    def ingest(self, points: Sequence[DataPoint], *, strict: bool) -> Any:
+        """With `strict=False`: points failing validation are quarantined, not raised."""
 
 
 @dataclass
@@ -297,7 +298,7 @@ class Tracker:
 
     def _ingest(self, batch: _Batch) -> None:
         if batch.points:
-            self.ingest_reports.append(self._sink.ingest(batch.points))
+            self.ingest_reports.append(self._sink.ingest(batch.points, strict=False))
 
     def _spill(self, batch: _Batch) -> None:
         """Save what was not stored, one JSON line per record naming the stages still due
@@ -350,7 +351,9 @@ class ReplaySink(RecordSink, Protocol):
 
     def stored_ids_of(self, kind: type[Recordable], ids: Sequence[str]) -> set[str]: ...
 
-    def ingest(self, points: Sequence[DataPoint | Mapping[str, Any]]) -> IngestCounts: ...
+    def ingest(
+        self, points: Sequence[DataPoint | Mapping[str, Any]], *, strict: bool
+    ) -> IngestCounts: ...
 
 
 class ReplayAudit(AuditSink, Protocol):
@@ -462,7 +465,7 @@ def _store_due(
         for entry in due["points"]
         if isinstance(entry.record, DataPoint)
     ]
-    return sink.ingest(points) if points else None
+    return sink.ingest(points, strict=False) if points else None
 
 
 def _batch_of(records: Iterable[Record]) -> _Batch:

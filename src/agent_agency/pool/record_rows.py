@@ -1,0 +1,100 @@
+"""Records as rows of their tables, and the idempotent insert every record table uses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, Table
+from sqlalchemy.dialects import postgresql, sqlite
+
+from agent_agency.pool import schema
+from agent_agency.pool.engine import RawJson
+from agent_agency.records import (
+    Evaluation,
+    Execution,
+    RoutingDecision,
+    RoutingRequest,
+    Span,
+    to_utc,
+)
+
+
+def dialect_insert(connection: Connection, table: Table) -> postgresql.Insert | sqlite.Insert:
+    """An INSERT that supports ON CONFLICT on this connection's dialect."""
+    if connection.dialect.name == "postgresql":
+        return postgresql.insert(table)
+    return sqlite.insert(table)
+
+
+def routing_row(record: RoutingRequest) -> dict[str, Any]:
+    """The columns every routing record's table has: a refusal's row, a decision's first."""
+    return {
+        "id": record.id,
+        "timestamp": to_utc(record.timestamp),
+        "task_id": record.task_id,
+        "task_type": record.task_type,
+        "payload": RawJson(record.model_dump_json()),
+    }
+
+
+def decision_row(decision: RoutingDecision) -> dict[str, Any]:
+    return {
+        **routing_row(decision),
+        "agent": decision.selected_agent,
+        "strategy": decision.strategy,
+        "propensity": decision.propensity,
+    }
+
+
+def execution_row(execution: Execution) -> dict[str, Any]:
+    return {
+        "id": execution.id,
+        "timestamp": to_utc(execution.started_at),
+        "task_id": execution.task_id,
+        "task_type": execution.task_type,
+        "agent": execution.agent,
+        "decision_id": execution.decision_id,
+        "success": execution.success,
+        "latency_ms": execution.latency_ms,
+        "tokens": execution.tokens_used,
+        "simulated": execution.simulated,
+        "cancelled": execution.cancelled,
+        "payload": RawJson(execution.model_dump_json()),
+    }
+
+
+def evaluation_row(evaluation: Evaluation) -> dict[str, Any]:
+    return {
+        "id": evaluation.id,
+        "timestamp": to_utc(evaluation.timestamp),
+        "task_id": evaluation.task_id,
+        "task_type": evaluation.task_type,
+        "agent": evaluation.agent,
+        "execution_id": evaluation.execution_id,
+        "iteration": evaluation.iteration,
+        "success": evaluation.success,
+        "quality": evaluation.overall_score,
+        "payload": RawJson(evaluation.model_dump_json()),
+    }
+
+
+def span_row(span: Span) -> dict[str, Any]:
+    return {
+        "id": span.id,
+        "trace_id": span.trace_id,
+        "parent_id": span.parent_id,
+        "kind": span.kind.value,
+        # a display label (a tool name may come from the model): the payload keeps all of it
+        "name": schema.fit_column(span.name, schema.SPAN_NAME_MAX),
+        "timestamp": to_utc(span.start),
+        "payload": RawJson(span.model_dump_json()),
+    }
+
+
+def insert_new(connection: Connection, table: Table, rows: list[dict[str, Any]]) -> set[str]:
+    """Insert rows whose id is not stored yet, in one executemany; the ids actually inserted."""
+    if not rows:
+        return set()
+    statement = dialect_insert(connection, table).on_conflict_do_nothing(index_elements=["id"])
+    result = connection.execute(statement.returning(table.c.id), rows)
+    return {row[0] for row in result}
