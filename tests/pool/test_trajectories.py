@@ -73,7 +73,7 @@ def _run_tool_tasks(tracker: Tracker | None = None) -> tuple[list[TaskOutcome], 
     arbiter = Arbiter(
         config,
         backends={spec.key: backend},
-        router=Router(config.routing, config.team()),
+        router=Router(config.team(), settings=config.routing),
         evaluator=Evaluator(config.evaluation),
         tracker=tracker,
     )
