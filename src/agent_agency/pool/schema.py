@@ -23,6 +23,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
     false,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -256,6 +257,61 @@ privacy_budget = Table(
     Column("updated_at", Timestamp, nullable=False),
 )
 
+
+# Agent versions (name@version): what each runs with, its lineage and its rollout status. Training
+# adds versions; deployment moves their status (candidate, canary, active, retired, rolled-back).
+agent_versions = Table(
+    "agent_versions",
+    metadata,
+    Column("key", Agent, primary_key=True),
+    Column("name", Agent, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("parent", Agent),
+    Column("status", String(20), nullable=False),
+    Column("created_at", Timestamp, nullable=False),
+    Column("updated_at", Timestamp, nullable=False),
+    Column("spec", Json, nullable=False),  # the AgentSpec it runs with
+    Column("lineage", Json, nullable=False),  # training run, data batch, config, metrics
+    UniqueConstraint("name", "version", name="uq_agent_versions_name_version"),
+    Index("ix_agent_versions_name", "name"),
+)
+
+# Training batches exported from the pool: what was selected and its statistics; the points of a
+# batch are listed in training_batch_points, so exporting the same selection again is idempotent.
+training_batches = Table(
+    "training_batches",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("created_at", Timestamp, nullable=False),
+    Column("phase", String(20), nullable=False),
+    Column("profile", String(50), nullable=False),
+    Column("selection", Json, nullable=False),
+    Column("summary", Json, nullable=False),  # size, task types, quality statistics, time range
+)
+
+training_batch_points = Table(
+    "training_batch_points",
+    metadata,
+    Column("batch_id", Id, nullable=False),
+    Column("point_id", Id, nullable=False),
+    PrimaryKeyConstraint("batch_id", "point_id"),
+    Index("ix_training_batch_points_point_id", "point_id"),
+)
+
+# Ratings given later by a person: reward records with their source, and a corrected answer
+# (a preference pair for DPO against the recorded one).
+feedback = Table(
+    "feedback",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("task_id", TaskId, nullable=False),
+    Column("execution_id", Id),
+    Column("created_at", Timestamp, nullable=False),
+    Column("source", String(100), nullable=False),
+    Column("score", Float, nullable=False),
+    Column("better_answer", Text),
+    Index("ix_feedback_task_id", "task_id"),
+)
 
 def fit_column(value: str, length: int) -> str:
     """`value` if it fits a column of `length` characters, else its head plus a digest of it.
