@@ -242,7 +242,8 @@ def test_upgrade_carries_points_stored_at_0005_forward(db_url: str) -> None:
     engine.dispose()
 
     head = head_revision()
-    with pytest.raises(SchemaMismatch, match=rf"revision 0005, behind the {head} this version needs"):
+    behind = rf"revision 0005, behind the {head} this version needs"
+    with pytest.raises(SchemaMismatch, match=behind):
         Store.open(db_url)
     result = runner.invoke(app, ["db", "upgrade", "--db", db_url])
     assert result.exit_code == 0, result.output
