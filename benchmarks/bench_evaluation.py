@@ -24,7 +24,7 @@ from agent_agency.caws.evaluator import Evaluator
 from agent_agency.caws.gates import is_code_task
 from agent_agency.caws.settings import EvaluationSettings
 from agent_agency.pool.engine import make_engine
-from agent_agency.pool.migrate import migrate
+from agent_agency.pool.migrate import upgrade
 from agent_agency.records import Evaluation, Execution, Iteration, Task
 from agent_agency.tasks.suites import load_builtin
 
@@ -76,7 +76,7 @@ def audit_throughput(sample: Evaluation) -> tuple[float, float, int]:
     payload = sample.model_dump(mode="json")
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{Path(tmp) / 'audit.db'}"
-        migrate(url)
+        upgrade(url)
         engine = make_engine(url)
         log = AuditLog(engine)
         started = time.perf_counter()
