@@ -14,14 +14,14 @@ from typer.testing import CliRunner
 from agent_agency.caws.audit import GENESIS_HASH, AuditLog, canonical_json, entry_hash
 from agent_agency.cli.audit import audit_app
 from agent_agency.pool.engine import make_engine
-from agent_agency.pool.migrate import migrate
+from agent_agency.pool.migrate import upgrade
 from agent_agency.pool.schema import audit_log
 
 
 @pytest.fixture()
 def db_url(tmp_path: Path) -> str:
     url = f"sqlite:///{tmp_path / 'audit.db'}"
-    migrate(url)
+    upgrade(url)
     return url
 
 
