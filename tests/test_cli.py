@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from agent_agency import runner as runner_module
 from agent_agency.cli import app as cli
 from agent_agency.cli.app import app, parse_since
+from agent_agency.pool.sql_store import SqlStore
 from agent_agency.pool.store import Store
 from agent_agency.records import Execution
 from agent_agency.runner import PreparedRun, RunReport
@@ -202,7 +203,7 @@ def test_requirements_of_builtin_tasks_outside_the_chosen_team_are_warned_about(
     assert clean.exit_code == 0 and "warning" not in clean.output
 
 
-def _writes_fail(self: Store, **records: object) -> None:
+def _writes_fail(self: SqlStore, **records: object) -> None:
     raise OperationalError("INSERT …", {}, sqlite3.OperationalError("disk I/O error"))
 
 
@@ -219,7 +220,7 @@ def test_records_a_run_could_not_write_are_saved_for_replay_and_named(
         return await real_execute_run(prepared, **options)
 
     with monkeypatch.context() as patched:
-        patched.setattr(Store, "write_records", _writes_fail)
+        patched.setattr(SqlStore, "write_records", _writes_fail)
         patched.setattr(runner_module, "execute_run", stopped_after_two_tasks)
         result = runner.invoke(app, ["run", "--tasks", "4", "--concurrency", "1"])
     assert result.exit_code == (130 if stopped else 0), result.output

@@ -75,11 +75,11 @@ from pathlib import Path
 
 from agent_agency.agents.scripted import ScriptedBackend
 from agent_agency.cli.app import app
-from agent_agency.pool.store import Store
+from agent_agency.pool.sql_store import SqlStore
 
 release = Path(sys.argv[1])
 running = False
-real_close = Store.close
+real_close = SqlStore.close
 
 
 async def never_answer(self, messages, tools=None, **params):
@@ -99,7 +99,7 @@ def slow_close(self):
 
 
 ScriptedBackend.complete = never_answer
-Store.close = slow_close
+SqlStore.close = slow_close
 app(args=["run", "--tasks", "2", "--concurrency", "1"], prog_name="agency")
 """
 
