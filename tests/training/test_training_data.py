@@ -19,7 +19,8 @@ def test_importing_training_loads_no_ml_framework() -> None:
     code = (
         "import sys, agent_agency, agent_agency.training as t\n"
         "import agent_agency.training.sft, agent_agency.training.grpo\n"
-        "t.SFTTrainingConfig, t.train_sft, t.train_grpo\n"
+        "import agent_agency.training.lora_gguf\n"
+        "t.SFTTrainingConfig, t.train_sft, t.train_grpo, t.convert_lora_to_gguf\n"
         "heavy = {'torch', 'transformers', 'trl', 'peft', 'datasets', 'gguf'} & set(sys.modules)\n"
         "assert not heavy, heavy\n"
     )

@@ -1,4 +1,5 @@
-"""Training better agents: LoRA SFT and GRPO through TRL + peft.
+"""Training better agents: LoRA SFT and GRPO through TRL + peft, and the trained adapters
+written for llama.cpp so the embedded backend serves them.
 
 Importing this package imports no ML framework: the names below load on first use, and the
 trainers import torch, transformers and TRL only when they run (the `train` extra; without it
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     )
     from agent_agency.training.extra import TrainExtraMissing
     from agent_agency.training.grpo import RewardFunction, train_grpo
+    from agent_agency.training.lora_gguf import AdapterConversionError, convert_lora_to_gguf
     from agent_agency.training.outcome import TrainingProgress, TrainingResult
     from agent_agency.training.run_dir import CheckpointMismatch
     from agent_agency.training.sft import train_sft
@@ -29,6 +31,8 @@ _HOMES = {
     "TrainExtraMissing": "extra",
     "RewardFunction": "grpo",
     "train_grpo": "grpo",
+    "AdapterConversionError": "lora_gguf",
+    "convert_lora_to_gguf": "lora_gguf",
     "TrainingProgress": "outcome",
     "TrainingResult": "outcome",
     "CheckpointMismatch": "run_dir",
@@ -36,6 +40,7 @@ _HOMES = {
 }
 
 __all__ = [
+    "AdapterConversionError",
     "CheckpointMismatch",
     "GRPOTrainingConfig",
     "RewardFunction",
@@ -44,6 +49,7 @@ __all__ = [
     "TrainingConfig",
     "TrainingProgress",
     "TrainingResult",
+    "convert_lora_to_gguf",
     "train_grpo",
     "train_sft",
 ]
