@@ -20,6 +20,7 @@ def check_backend_setup(spec: AgentSpec) -> None:
     server URL. A ValueError or `BackendError` naming the agent."""
     if spec.backend == "local":
         _model_file(spec)
+        _adapter_file(spec)
     elif spec.backend == "openai_compat":
         server_url(spec)
 
@@ -34,10 +35,20 @@ def _model_file(spec: AgentSpec) -> Path | None:
     return path
 
 
+def _adapter_file(spec: AgentSpec) -> Path | None:
+    """The LoRA adapter a local agent applies; None without one."""
+    if spec.adapter is None:
+        return None
+    path = Path(spec.adapter).expanduser()
+    if not path.is_file():
+        raise ValueError(f"agent {spec.key!r}: adapter file {path} not found")
+    return path
+
+
 def build_backend(spec: AgentSpec, *, tasks: Sequence[Task] = ()) -> Backend:
     """The backend named by `spec.backend`; the scripted one needs the tasks it may be asked."""
     if spec.backend == "local":
-        return LocalBackend(spec, model_path=_model_file(spec))
+        return LocalBackend(spec, model_path=_model_file(spec), adapter_path=_adapter_file(spec))
     if spec.backend == "openai_compat":
         return OpenAICompatBackend(spec)
     if spec.backend == "scripted":
