@@ -279,6 +279,11 @@ class AgentSpec(Record):
         default="SmolLM2-135M-Instruct",
         description="local: the embedded model or a .gguf path; openai_compat: the served name",
     )
+    adapter: str | None = Field(
+        default=None,
+        description="local: a LoRA adapter .gguf (llama.cpp's format) applied to the model, "
+        "as a trained version runs",
+    )
     base_url: Annotated[str | None, AfterValidator(_server_url)] = Field(
         default=None,
         description=f"openai_compat: the server's URL; without it, ${BASE_URL_ENV} when it runs",
@@ -345,6 +350,17 @@ class AgentSpec(Record):
                 f"the local backend runs the embedded {EMBEDDED_MODEL} or a .gguf file "
                 f"you name; got {self.model!r} (use backend: openai_compat for a served model)",
                 field="model",
+            )
+        if self.adapter is not None and self.backend != "local":
+            raise invalid(
+                f"only the local backend applies an adapter; backend is {self.backend!r}",
+                field="adapter",
+            )
+        if self.adapter is not None and not self.adapter.endswith(".gguf"):
+            raise invalid(
+                f"an adapter is a LoRA .gguf file (convert a PEFT adapter with "
+                f"agent_agency.training.convert_lora_to_gguf); got {self.adapter!r}",
+                field="adapter",
             )
         return self
 

