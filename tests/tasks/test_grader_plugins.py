@@ -320,6 +320,37 @@ def test_a_grader_that_fails_during_a_run_is_recorded_not_raised() -> None:
     assert "ZeroDivisionError" not in (outcome.evaluation.feedback or "")  # not the agent's to fix
 
 
+def test_a_grading_error_teaches_the_router_nothing_and_asks_for_no_retry() -> None:
+    graded = function_task("broken").model_copy(update={"metadata": {"solution": "Paris."}})
+    config = parse_config(
+        {
+            "agents": [{"name": "sim", "backend": "scripted", "skills": {"*": 1.0}}],
+            "evaluation": {"max_iterations": 3},
+        }
+    )
+    spec = config.team()[0]
+    learned: list[bool] = []
+
+    class LearningRouter(Router):
+        def update(self, decision: Any, *, success: bool, quality: float | None = None) -> bool:
+            learned.append(success)
+            return super().update(decision, success=success, quality=quality)
+
+    router = LearningRouter(config.team(), settings=config.routing)
+    arbiter = Arbiter(
+        config,
+        backends={spec.key: ScriptedBackend(spec, [graded])},
+        router=router,
+        evaluator=Evaluator(config.evaluation),
+    )
+    outcome = asyncio.run(arbiter.execute(graded))
+    assert outcome.grading_error is not None and "user_graders:broken" in outcome.grading_error
+    (execution,) = outcome.executions
+    assert len(execution.iterations) == 1  # the agent is not asked to fix a broken grader
+    assert (execution.failure_reason or "").startswith("grading failed, not the agent")
+    assert learned == []  # no evidence about the agent
+
+
 class FixedJudgeBackend:
     """A judge's backend that always gives the same score."""
 

@@ -95,7 +95,10 @@ class TaskOutcome:
     `interrupted_agent` names the agent whose model call was still running when the task was
     cut off (time-out or cancellation); None when it ended anywhere else. `refusal` is the
     router's refusal of a task no agent could be tried on; None whenever one was (a fallback
-    that runs out of agents has executions that say why the task failed).
+    that runs out of agents has executions that say why the task failed). `grading_error` says
+    why a gate or grader could not judge the last answer (it raised, hung or returned no valid
+    score): that is no evidence about the agent, so the router does not learn from the task and
+    no retry is asked for.
     """
 
     task: Task
@@ -107,6 +110,7 @@ class TaskOutcome:
     spans: list[Span] = field(default_factory=list)
     interrupted_agent: str | None = None
     refusal: RoutingRefusal | None = None
+    grading_error: str | None = None
 
     @property
     def trace(self) -> Span:
@@ -224,6 +228,8 @@ class Arbiter:
                     continue
                 return
             self.router.report_call(agent, ok=True)
+            if outcome.grading_error is not None:
+                return
             evaluation = outcome.evaluation
             quality = evaluation.overall_score if evaluation is not None else 0.0
             self.router.update(decision, success=execution.success, quality=quality)
@@ -267,6 +273,12 @@ class Arbiter:
                 )
                 execution.final_output = iteration.output
                 execution.success = passed
+                unjudged = [gate.reason for gate in evaluation.gates if not gate.judged]
+                if unjudged:
+                    outcome.grading_error = "; ".join(unjudged)
+                    iteration.outcome = "failure"
+                    execution.failure_reason = f"grading failed, not the agent: {unjudged[0]}"
+                    break
                 # Judges may have used up the task's time: then no retry could run.
                 last = number == settings.max_iterations or _spent(budget)
                 if passed or last:
