@@ -59,8 +59,19 @@ class Interrupt(Exception):
 def test_sft_trains_reports_progress_and_saves_a_lora_adapter(
     tiny_model_dir: Path, tmp_path: Path
 ) -> None:
+    import torch
+
     updates: list[TrainingProgress] = []
-    result = train_sft(_sft(tiny_model_dir, tmp_path / "run"), SFT_ROWS, progress=updates.append)
+    threads: set[int] = set()
+
+    def note(update: TrainingProgress) -> None:
+        updates.append(update)
+        threads.add(torch.get_num_threads())
+
+    before = torch.get_num_threads()
+    config = _sft(tiny_model_dir, tmp_path / "run", cpu_threads=1)
+    result = train_sft(config, SFT_ROWS, progress=note)
+    assert threads == {1} and torch.get_num_threads() == before
 
     assert result.trainer == "sft" and result.steps == 2 and result.resumed_from_step is None
     assert [step for step, _ in result.loss_curve] == [1, 2]
