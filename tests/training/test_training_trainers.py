@@ -111,6 +111,10 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_and_refuses_another_conf
     # the first session's logged loss is kept in the curve
     assert [step for step, _ in result.loss_curve] == [1, 2]
 
+    again = train_sft(config, SFT_ROWS, progress=lambda _: None)  # a finished run stays finished
+    assert again.resumed_from_step == 2 and again.steps == 2
+    assert again.loss_curve == result.loss_curve
+
 
 def test_grpo_scores_groups_with_reward_functions_given_the_rows_columns(
     tiny_model_dir: Path, tmp_path: Path
