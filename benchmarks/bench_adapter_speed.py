@@ -58,6 +58,20 @@ def _train_adapter(directory: Path, steps: int) -> tuple[Path, float, float]:
     return adapter, result.wall_time_s, step_s
 
 
+def _describe(adapter: Path) -> str:
+    from gguf import GGUFReader
+
+    tensors = GGUFReader(adapter).tensors
+    ranks = {int(t.shape[1]) for t in tensors if t.name.endswith(".lora_a")}
+    kinds = sorted({t.name.split(".")[2] for t in tensors})
+    types = sorted({t.tensor_type.name.lower() for t in tensors})
+    size_mb = adapter.stat().st_size / 1e6
+    return (
+        f"{size_mb:.1f} MB, rank {'/'.join(map(str, sorted(ranks)))} on "
+        f"{', '.join(kinds)} of {len(tensors) // 2 // len(kinds)} layers, {'/'.join(types)}"
+    )
+
+
 async def _rate(backend: LocalBackend) -> float:
     completion = await backend.complete(
         [Message(role="user", content=PROMPT)], max_tokens=GENERATE_TOKENS
@@ -90,12 +104,12 @@ def main() -> None:
         for _ in range(RUNS):  # interleaved, so that load from other processes hits both alike
             rates["base"].append(asyncio.run(_rate(base)))
             rates["adapter"].append(asyncio.run(_rate(adapted)))
-        size_mb = adapter.stat().st_size / 1e6
+        described = _describe(adapter)
     base_rate, adapter_rate = (statistics.median(rates[name]) for name in ("base", "adapter"))
     body = f"""
 SmolLM2-135M-Instruct Q4_1 through the embedded backend (llama-cpp-python, {default_threads()}
 thread(s), greedy, up to {GENERATE_TOKENS} tokens), alone and with a LoRA adapter GGUF
-({size_mb:.1f} MB, r=8 on q/k/v/o, f16) passed as `lora_path`; median of {RUNS} interleaved
+({described}) passed as `lora_path`; median of {RUNS} interleaved
 runs each. {trained} 1-minute load average when it finished: {os.getloadavg()[0]:.1f} (2 cores).
 
 | model | tokens/s (median) | runs |

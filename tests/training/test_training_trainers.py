@@ -59,8 +59,19 @@ class Interrupt(Exception):
 def test_sft_trains_reports_progress_and_saves_a_lora_adapter(
     tiny_model_dir: Path, tmp_path: Path
 ) -> None:
+    import torch
+
     updates: list[TrainingProgress] = []
-    result = train_sft(_sft(tiny_model_dir, tmp_path / "run"), SFT_ROWS, progress=updates.append)
+    threads: set[int] = set()
+
+    def note(update: TrainingProgress) -> None:
+        updates.append(update)
+        threads.add(torch.get_num_threads())
+
+    before = torch.get_num_threads()
+    config = _sft(tiny_model_dir, tmp_path / "run", cpu_threads=1)
+    result = train_sft(config, SFT_ROWS, progress=note)
+    assert threads == {1} and torch.get_num_threads() == before
 
     assert result.trainer == "sft" and result.steps == 2 and result.resumed_from_step is None
     assert [step for step, _ in result.loss_curve] == [1, 2]
@@ -99,6 +110,10 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_and_refuses_another_conf
     assert result.resumed_from_step == 1 and result.steps == 2
     # the first session's logged loss is kept in the curve
     assert [step for step, _ in result.loss_curve] == [1, 2]
+
+    again = train_sft(config, SFT_ROWS, progress=lambda _: None)  # a finished run stays finished
+    assert again.resumed_from_step == 2 and again.steps == 2
+    assert again.loss_curve == result.loss_curve
 
 
 def test_grpo_scores_groups_with_reward_functions_given_the_rows_columns(

@@ -14,9 +14,9 @@ from typing import Any, ClassVar, Literal
 from pydantic import ConfigDict, Field, model_validator
 from pydantic.dataclasses import dataclass
 
-# Where and how often a run writes, and which device it runs on, do not change what it learns:
-# a run may resume with other values of these.
-RUN_ONLY_FIELDS = frozenset({"output_dir", "save_steps", "logging_steps", "device"})
+# Where and how often a run writes, and on which device and threads it runs, do not change what
+# it learns: a run may resume with other values of these.
+RUN_ONLY_FIELDS = frozenset({"output_dir", "save_steps", "logging_steps", "device", "cpu_threads"})
 
 
 @dataclass(frozen=True, config=ConfigDict(extra="forbid"))
@@ -46,6 +46,12 @@ class TrainingConfig:
     seed: int = 0
     device: Literal["auto", "cpu", "cuda"] = Field(
         default="auto", description="auto: a CUDA GPU when torch sees one, else the CPU"
+    )
+    cpu_threads: int | None = Field(
+        default=None,
+        gt=0,
+        description="torch threads when training on the CPU; None: half the cores, which "
+        "survives other work on the machine (all cores slow down several-fold beside it)",
     )
 
 

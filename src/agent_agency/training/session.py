@@ -6,7 +6,9 @@ Imported only by the trainers' entry points, after `prepare_training_imports`.
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from transformers import (
     TrainingArguments,
 )
 
+from agent_agency.agents.local import default_threads
 from agent_agency.training.configs import TrainingConfig
 from agent_agency.training.outcome import ProgressCallback, TrainingProgress, TrainingResult
 from agent_agency.training.run_dir import CHECKPOINT_PREFIX, RunDirectory
@@ -122,6 +125,24 @@ def attach_progress(trainer: Trainer, progress: ProgressCallback | None) -> None
         trainer.add_callback(ProgressReporter(progress))
 
 
+@contextlib.contextmanager
+def cpu_threads(config: TrainingConfig) -> Iterator[None]:
+    """Train with `config.cpu_threads` torch threads (default: half the cores) on the CPU.
+
+    Measured on 2 busy cores (load ~5): 1 thread ~3.8 s per SFT step, 2 threads ~20 s, as
+    torch's threads wait on each other while another process holds a core. The process's own
+    setting is restored afterwards."""
+    if not runs_on_cpu(config):
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(config.cpu_threads or default_threads())
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def train_to_end(
     trainer: Trainer,
     config: TrainingConfig,
@@ -130,7 +151,8 @@ def train_to_end(
     started: float,
 ) -> TrainingResult:
     """Train (from `resume_from` if given), save the adapter, and report the run."""
-    trainer.train(resume_from_checkpoint=None if resume_from is None else str(resume_from))
+    with cpu_threads(config):
+        trainer.train(resume_from_checkpoint=None if resume_from is None else str(resume_from))
     trainer.save_model(str(run_dir.adapter_dir))
     history = trainer.state.log_history
     return TrainingResult(
