@@ -96,7 +96,7 @@ def test_bad_input_exits_2_and_changes_nothing(workdir: Path) -> None:
     assert code == 2 and "unknown agent 'nobody'" in output
     code, output = _invoke("train", "--phase", "prompt", "--agent", "sim")
     assert code == 2
-    assert "needs at least 4 successful answers" in output and "it holds" in output
+    assert "needs at least 3 successful answers" in output and "it holds" in output
     code, output = _invoke("run", "--agent", "sim@5", "--tasks", "1")
     assert code == 2 and "--agent: unknown agent 'sim@5'" in output
     assert "stored versions: sim@1" in output

@@ -52,7 +52,7 @@ class PromptSearchSettings(BaseModel):
     minibatch: int = Field(default=8, ge=1, description="train tasks each candidate answers")
     demonstrations: int = Field(default=3, ge=1, description="pool answers per candidate")
     min_points: int = Field(
-        default=4, ge=1, description="successful train-split answers the pool must hold"
+        default=3, ge=1, description="successful train-split answers the pool must hold"
     )
     max_demo_chars: int = Field(
         default=600, ge=50, description="longest task prompt plus answer shown as an example"
