@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from agent_agency.cli.options import fail, open_store
+from agent_agency.cli.options import fail, missing_sqlite_file, open_store
 from agent_agency.config import AgencyConfig
 from agent_agency.deploy.registry import UnknownVersion, VersionRegistry, with_stored_versions
 from agent_agency.pool.engine import shown_url
@@ -26,8 +26,10 @@ def with_agents(settings: AgencyConfig, names: Sequence[str], option: str) -> Ag
     versions (`name@N` made by `agency train`) read from the database and added. Exit 2 naming
     `option` for a name neither configured nor stored."""
     unknown = [name for name in names if not _configured(settings, name)]
-    if not unknown:
-        return settings  # the database is not opened: it may not exist yet
+    if not unknown or missing_sqlite_file(settings.storage.url) is not None:
+        # nothing to look up, or no database that could hold versions (none is created): the
+        # caller's own check names the configured agents
+        return settings
     with open_store(settings, create=False, writes=False) as store:
         try:
             return with_stored_versions(settings, registry_of(store, settings), unknown)
