@@ -13,6 +13,7 @@ from rich.table import Table
 from agent_agency.cli.options import (
     ConfigOption,
     DbOption,
+    Terminated,
     console,
     fail,
     load_settings,
@@ -122,6 +123,7 @@ def train(
                         settings,
                         search,
                         on_task_done=lambda _score: progress.advance(bar),
+                        databases=[store.sqlite_file] if store.sqlite_file else [],
                     )
                 )
         except ThinPool as error:
@@ -130,7 +132,7 @@ def train(
             raise fail(error) from None
         except KeyboardInterrupt as stop:
             console.print("[yellow]stopped[/yellow]: no version was registered")
-            terminated = stop.__class__.__name__ == "Terminated"
+            terminated = isinstance(stop, Terminated)
             raise typer.Exit(128 + (signal.SIGTERM if terminated else signal.SIGINT)) from None
         version = registry.register(
             result.spec,

@@ -14,6 +14,7 @@ from rich.table import Table
 from agent_agency.cli.options import (
     ConfigOption,
     DbOption,
+    Terminated,
     console,
     fail,
     load_settings,
@@ -108,13 +109,14 @@ def validate(
                         settings,
                         seed=seed,
                         on_task_done=lambda _score: progress.advance(bar),
+                        databases=[store.sqlite_file] if store.sqlite_file else [],
                     )
                 )
         except (BackendError, ValueError) as error:
             raise fail(error) from None
         except KeyboardInterrupt as stop:
             console.print("[yellow]stopped[/yellow]: nothing was recorded")
-            terminated = stop.__class__.__name__ == "Terminated"
+            terminated = isinstance(stop, Terminated)
             raise typer.Exit(128 + (signal.SIGTERM if terminated else signal.SIGINT)) from None
         figures = result.figures()
         stored = {version.key for version in registry.list(ours.name)}

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -240,6 +241,8 @@ async def optimize_prompt(
     config: AgencyConfig,
     settings: PromptSearchSettings,
     on_task_done: Callable[[TaskScore], None] | None = None,
+    *,
+    databases: Collection[Path] = (),
 ) -> PromptOptimization:
     """Search for `parent`'s better prompt and demonstrations, scoring on train `tasks`.
     `ThinPool` when the pool holds fewer than `settings.min_points` usable answers."""
@@ -254,7 +257,9 @@ async def optimize_prompt(
     minibatch = train_minibatch(tasks, pool, settings)
     results = []
     for candidate in candidates(parent, pool, settings):
-        scores = await score_tasks(candidate.spec, minibatch, config, on_task_done)
+        scores = await score_tasks(
+            candidate.spec, minibatch, config, on_task_done, databases=databases
+        )
         results.append(CandidateResult(candidate, scores))
     baseline, variants = results[0], results[1:]
     best = max(

@@ -7,8 +7,9 @@ through an arbiter whose only agent is the spec, with the configuration's evalua
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from agent_agency.agents.registry import build_backend
 from agent_agency.arbiter.arbiter import Arbiter, TaskOutcome
@@ -48,8 +49,11 @@ async def score_tasks(
     tasks: Sequence[Task],
     config: AgencyConfig,
     on_task_done: Callable[[TaskScore], None] | None = None,
+    *,
+    databases: Collection[Path] = (),
 ) -> list[TaskScore]:
-    """`spec`'s score on each of `tasks`, in their order."""
+    """`spec`'s score on each of `tasks`, in their order. `databases`: SQLite files the code
+    graders run must not read (the pool's)."""
     alone = config.model_copy(
         update={"agents": [spec], "run": config.run.model_copy(update={"agents": []})}
     )
@@ -57,7 +61,7 @@ async def score_tasks(
         alone,
         backends={spec.key: build_backend(spec, tasks=tasks)},
         router=Router([spec], settings=config.routing),
-        evaluator=Evaluator(config.evaluation),
+        evaluator=Evaluator(config.evaluation, databases=databases),
     )
 
     def done(outcome: TaskOutcome) -> None:

@@ -10,8 +10,9 @@ interval: `better` when it lies above 0, `worse` when below, else `inconclusive`
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -119,6 +120,7 @@ async def validate(
     *,
     seed: int = 0,
     on_task_done: Callable[[TaskScore], None] | None = None,
+    databases: Collection[Path] = (),
 ) -> Validation:
     """Both versions answer every one of `tasks` (held-out only) in this one run, the baseline
     first; the paired comparison of their scores."""
@@ -130,8 +132,8 @@ async def validate(
     started = time.perf_counter()
     # one after the other: the embedded model serves one call at a time, and a version waiting
     # for the other's calls would be charged their latency
-    theirs = await score_tasks(baseline, tasks, config, on_task_done)
-    ours = await score_tasks(candidate, tasks, config, on_task_done)
+    theirs = await score_tasks(baseline, tasks, config, on_task_done, databases=databases)
+    ours = await score_tasks(candidate, tasks, config, on_task_done, databases=databases)
 
     def mean_difference(values: Callable[[TaskScore], float]) -> float:
         return sum(values(a) - values(b) for a, b in zip(ours, theirs, strict=True)) / len(ours)
