@@ -74,8 +74,9 @@ def train(
     phase = one_of("--phase", phase, PHASES)
     if phase in NOT_WIRED:
         raise fail(
-            f"--phase {phase}: not available in this build; it needs {NOT_WIRED[phase]}. "
-            "Nothing was changed; `--phase prompt` is available"
+            f"--phase {phase}: not available in this build; it needs {NOT_WIRED[phase]}, "
+            'running on the "train" extra (pip install "agent-agency[train]"). Nothing was '
+            "changed; `--phase prompt` is available"
         )
     settings = load_settings(config, db)
     search = PromptSearchSettings(
