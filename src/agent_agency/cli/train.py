@@ -75,7 +75,7 @@ def train(
     if phase in NOT_WIRED:
         raise fail(
             f"--phase {phase}: not available in this build; it needs {NOT_WIRED[phase]}, "
-            'running on the "train" extra (pip install "agent-agency[train]"). Nothing was '
+            'running on the "train" extra (pip install "agent-agency\\[train]"). Nothing was '
             "changed; `--phase prompt` is available"
         )
     settings = load_settings(config, db)
