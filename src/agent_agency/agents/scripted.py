@@ -83,7 +83,9 @@ class ScriptedBackend:
         resolve_decoding(self.spec, params)  # same parameter checks as the real backends
         started = time.perf_counter()
         task, asked_at = self._task_for(messages)
-        attempt = sum(1 for message in messages if message.role == "assistant")
+        # answers given since the task was asked; few-shot turns before it are no attempt, so
+        # versions differing only in their demonstrations draw alike
+        attempt = sum(1 for message in messages[asked_at:] if message.role == "assistant")
         draw_key = (self.seed, self.spec.name, task.id if task else messages[-1].content, attempt)
         if self.hang:
             await asyncio.Event().wait()

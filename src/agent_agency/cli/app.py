@@ -36,6 +36,9 @@ from agent_agency.cli.options import (
 )
 from agent_agency.cli.pool import pool_app
 from agent_agency.cli.routing import routing_app
+from agent_agency.cli.train import train
+from agent_agency.cli.validate import validate
+from agent_agency.cli.versions import with_agents
 from agent_agency.config import AgencyConfig, parse_config
 from agent_agency.pool.engine import shown_url
 from agent_agency.records import SplitChoice, utcnow
@@ -58,6 +61,8 @@ app.add_typer(pool_app, name="pool", no_args_is_help=True)
 app.add_typer(routing_app, name="routing", no_args_is_help=True)
 app.add_typer(audit_app, name="audit", no_args_is_help=True)
 app.add_typer(db_app, name="db", no_args_is_help=True)
+app.command()(train)
+app.command()(validate)
 
 
 @config_app.command("show")
@@ -109,7 +114,7 @@ def run(
     from agent_agency.agents.registry import check_backend_setup
     from agent_agency.runner import RunRequest, execute_run, failing_judge_warning
 
-    base = load_settings(config, db)
+    base = with_agents(load_settings(config, db), agent or [], "--agent")
     _check_agents(base, agent or [])
     _check_builtin(builtin or [])
     data = base.model_dump()
