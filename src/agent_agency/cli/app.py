@@ -18,6 +18,7 @@ from rich.table import Table
 
 from agent_agency.cli.audit import audit_app
 from agent_agency.cli.db import db_app
+from agent_agency.cli.export import export, feedback
 from agent_agency.cli.options import (
     AgencyGroup,
     ConfigOption,
@@ -58,6 +59,8 @@ app.add_typer(pool_app, name="pool", no_args_is_help=True)
 app.add_typer(routing_app, name="routing", no_args_is_help=True)
 app.add_typer(audit_app, name="audit", no_args_is_help=True)
 app.add_typer(db_app, name="db", no_args_is_help=True)
+app.command("export")(export)
+app.command("feedback")(feedback)
 
 
 @config_app.command("show")
