@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 
 from pydantic import Field, model_validator
 
+from agent_agency.pool.prepare import collector_paused
 from agent_agency.pool.store import Store
 from agent_agency.records import DataPoint, Record, Split, invalid, to_utc, utcnow
 
@@ -55,12 +56,19 @@ def iter_selected(
     """The train-split points `selection` takes, oldest first (balance not applied)."""
     oldest = selection.oldest(now or utcnow())
     newest = to_utc(selection.until) if selection.until is not None else None
-    for batch in store.iter_batches(
+    batches = store.iter_batches(
         size=READ_BATCH,
         split=Split.TRAIN,
         task_types=selection.task_types,
         min_quality=selection.min_quality,
-    ):
+    )
+    while True:
+        # A batch is thousands of acyclic objects freed by reference counting: the cyclic
+        # collector would walk them (and the whole heap) over and over, as in ingest.
+        with collector_paused():
+            batch = next(batches, None)
+        if batch is None:
+            return
         for point in batch.points:
             if point.task.split != Split.TRAIN:  # the query's guarantee, kept here as well
                 continue
