@@ -59,8 +59,6 @@ app.add_typer(pool_app, name="pool", no_args_is_help=True)
 app.add_typer(routing_app, name="routing", no_args_is_help=True)
 app.add_typer(audit_app, name="audit", no_args_is_help=True)
 app.add_typer(db_app, name="db", no_args_is_help=True)
-app.command("export")(export)
-app.command("feedback")(feedback)
 
 
 @config_app.command("show")
@@ -460,3 +458,7 @@ def _print_summary(rows: Any, *, title: str) -> None:
             str(row.tokens),
         )
     console.print(table)
+
+
+app.command("export")(export)
+app.command("feedback")(feedback)
