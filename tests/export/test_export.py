@@ -255,3 +255,24 @@ def test_a_person_s_rating_overrides_the_reward_and_a_better_answer_makes_a_pair
         record_feedback(store, "nope", 0.5)
     with pytest.raises(ValueError, match="score"):
         record_feedback(store, "sum-0", 1.5)
+
+
+def test_a_dpo_batch_marks_both_answers_of_each_pair(store: SqlStore, tmp_path: Path) -> None:
+    _fill(store, 2)
+    result = export_batch(
+        store, LAPTOP, format_="trl-dpo", out=tmp_path, selection=Selection(), check=False
+    )
+    assert result.rows == 2 and result.summary["pairs"] == 2
+    with store.engine.connect() as connection:
+        marked = set(connection.execute(select(schema.training_batch_points.c.point_id)).scalars())
+    assert marked == {"good-0", "good-1", "bad-0", "bad-1"}
+
+
+def test_grpo_prerequisites_count_points_though_rows_are_tasks(
+    store: SqlStore, tmp_path: Path
+) -> None:
+    _fill(store, 3)  # 6 points, 3 tasks
+    with pytest.raises(ExportError, match="GRPO needs 32 points, the selection holds 6 "):
+        export_batch(
+            store, LAPTOP, format_="trl-grpo", out=tmp_path, selection=Selection(), graders=GRADERS
+        )

@@ -90,6 +90,7 @@ class Plan:
 
     ids: list[str]
     infos: dict[str, _Info]
+    eligible: list[_Info] = field(default_factory=list)  # what the prerequisites count
     pairs: dict[str, list[Pair]] = field(default_factory=dict)
     advantages: dict[str, float] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
@@ -198,8 +199,7 @@ def _plan(
     margin: float,
 ) -> Plan:
     skipped: Counter[str] = Counter()
-    kept = []
-    seen_tasks: set[str] = set()
+    eligible = []
     for info in infos:
         if requirement is not None and requirement.successes_only and not info.success:
             skipped["failed"] += 1
@@ -207,21 +207,31 @@ def _plan(
             skipped["below the phase's quality"] += 1
         elif format_ in NEEDS_GRADER and info.task_id not in graders:
             skipped["task grader unknown"] += 1
-        elif format_ in ONE_ROW_PER_TASK and info.task_id in seen_tasks:
-            skipped["task already in the batch"] += 1
         else:
-            seen_tasks.add(info.task_id)
-            kept.append(info)
+            eligible.append(info)
     if selection.balance:
-        chosen = balanced([(info.id, info.task_type) for info in kept])
-        skipped["balance"] += len(kept) - len(chosen)
-        kept = [info for info in kept if info.id in chosen]
-    plan = Plan([info.id for info in kept], {info.id: info for info in kept})
+        chosen = balanced([(info.id, info.task_type) for info in eligible])
+        skipped["balance"] += len(eligible) - len(chosen)
+        eligible = [info for info in eligible if info.id in chosen]
+    kept = eligible
+    if format_ in ONE_ROW_PER_TASK:
+        first_of_task: dict[str, _Info] = {}
+        for info in eligible:
+            first_of_task.setdefault(info.task_id, info)
+        kept = list(first_of_task.values())
+        skipped["another answer to a task in the batch"] += len(eligible) - len(kept)
+    plan = Plan([info.id for info in kept], {info.id: info for info in kept}, eligible)
     plan.skipped = {reason: count for reason, count in skipped.items() if count}
     plan.advantages = group_advantages({info.id: (info.task_id, info.reward) for info in kept})
     if format_ == "trl-dpo":
         plan.pairs = _pairs(kept, ratings, margin)
-        plan.ids = [point_id for point_id in plan.ids if point_id in plan.pairs]
+        paired = {
+            point_id
+            for pairs in plan.pairs.values()
+            for pair in pairs
+            for point_id in (pair.anchor, pair.rejected)
+        }
+        plan.ids = [point_id for point_id in plan.ids if point_id in paired]
     return plan
 
 
@@ -252,8 +262,10 @@ def _check(
     plan: Plan, phase: Phase, requirement: Prerequisite, profile: str, format_: Format
 ) -> None:
     name = PHASE_NAMES[phase]
-    types = sorted({plan.infos[point_id].task_type for point_id in plan.ids})
-    held = sum(len(pairs) for pairs in plan.pairs.values()) if phase == "dpo" else len(plan.ids)
+    types = sorted({info.task_type for info in plan.eligible})
+    held = (
+        sum(len(pairs) for pairs in plan.pairs.values()) if phase == "dpo" else len(plan.eligible)
+    )
     unit = "preference pairs" if phase == "dpo" else "points"
     what = f"{requirement.points:,} {unit}"
     if requirement.min_quality > 0:
