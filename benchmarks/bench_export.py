@@ -63,44 +63,56 @@ def median_seconds(repeats: int, run: Callable[[], object]) -> float:
     return statistics.median(times)
 
 
+def bench_writers(out: Path, stored: list[DataPoint], repeats: int) -> list[tuple[str, float]]:
+    """Seconds each writer takes for `stored`, held in memory."""
+    spec = GraderSpec(kind="exact-number", reference={"answer": 18})
+    jsonl_rows = median_seconds(
+        repeats,
+        lambda: formats.write_jsonl(
+            out / "w.jsonl",
+            (
+                formats.jsonl_row(point, {"turns": len(transitions(point, gamma=0.9))})
+                for point in stored
+            ),
+        ),
+    )
+    sft_rows = median_seconds(
+        repeats,
+        lambda: formats.write_jsonl(out / "s.jsonl", (formats.sft_row(p) for p in stored)),
+    )
+    parquet_rows = median_seconds(
+        repeats,
+        lambda: formats.write_parquet(
+            out / "v.parquet",
+            (formats.verl_row(p, spec, i, 1.0) for i, p in enumerate(stored)),
+            formats.verl_schema(),
+        ),
+    )
+    return [
+        ("write jsonl rows (point + credit) from memory", jsonl_rows),
+        ("write trl-sft rows from memory", sft_rows),
+        ("write verl parquet from memory", parquet_rows),
+    ]
+
+
 def main(n: int, repeats: int) -> None:
     os.environ.setdefault("AGENCY_TENANT_SECRET", "benchmark-secret")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
-        made = points(n)
         store: SqlStore = Store.open(str(out / "agency.db"))
         start = time.perf_counter()
+        made = points(n)
         for first in range(0, n, 5000):
             store.ingest(made[first : first + 5000])
-        print(f"setup: {n:,} points ingested in {time.perf_counter() - start:.1f} s")
-        stored = [point for point in iter_selected(store, Selection())]
-        settings = TrainingSettings()
-
+        del made  # the exports run beside the process's own heap, not 100,000 points
+        print(f"setup: {n:,} points ingested in {time.perf_counter() - start:.1f} s", flush=True)
         read = median_seconds(repeats, lambda: sum(1 for _ in iter_selected(store, Selection())))
-        jsonl_rows = median_seconds(
-            repeats,
-            lambda: formats.write_jsonl(
-                out / "w.jsonl",
-                (
-                    formats.jsonl_row(point, {"turns": len(transitions(point, gamma=0.9))})
-                    for point in stored
-                ),
-            ),
-        )
-        sft_rows = median_seconds(
-            repeats,
-            lambda: formats.write_jsonl(out / "s.jsonl", (formats.sft_row(p) for p in stored)),
-        )
+        stored = list(iter_selected(store, Selection()))
+        writers = bench_writers(out, stored, repeats)
         spec = GraderSpec(kind="exact-number", reference={"answer": 18})
-        parquet_rows = median_seconds(
-            repeats,
-            lambda: formats.write_parquet(
-                out / "v.parquet",
-                (formats.verl_row(p, spec, i, 1.0) for i, p in enumerate(stored)),
-                formats.verl_schema(),
-            ),
-        )
         graders = {point.task.task_id: spec for point in stored}
+        del stored
+        settings = TrainingSettings()
 
         def export(format_: formats.Format, name: str) -> None:
             export_batch(
@@ -119,9 +131,7 @@ def main(n: int, repeats: int) -> None:
         store.close()
     rows = [
         ("one read pass over the pool (iter_selected)", read),
-        ("write jsonl rows (point + credit) from memory", jsonl_rows),
-        ("write trl-sft rows from memory", sft_rows),
-        ("write verl parquet from memory", parquet_rows),
+        *writers,
         ("export_batch jsonl, end to end", end_jsonl),
         ("export_batch trl-sft, end to end", end_sft),
         (f"export_batch verl (one row per task: {n // 4:,} rows), end to end", end_verl),
