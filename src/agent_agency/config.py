@@ -27,6 +27,7 @@ from agent_agency.pool.settings import PoolSettings, StorageSettings
 from agent_agency.records import AgentSpec
 from agent_agency.run_settings import RunSettings
 from agent_agency.sections import ConfigError, Problem, Section, cross_field_check, problems_of
+from agent_agency.training_settings import TrainingSettings
 
 DEFAULT_CONFIG_FILE = "agency.yaml"
 CONFIG_ENV_VAR = "AGENCY_CONFIG"
@@ -86,6 +87,11 @@ class AgencyConfig(Section):
     pool: PoolSettings = Field(
         default_factory=PoolSettings,
         description="the benchmark data pool: anonymization, privacy budget, retention tiers",
+    )
+    training: TrainingSettings = Field(
+        default_factory=TrainingSettings,
+        description="training from the pool: the profile of each phase's prerequisites, and "
+        "turn-level credit",
     )
 
     @field_validator("agents", mode="before")

@@ -18,6 +18,7 @@ from rich.table import Table
 
 from agent_agency.cli.audit import audit_app
 from agent_agency.cli.db import db_app
+from agent_agency.cli.export import export, feedback
 from agent_agency.cli.options import (
     AgencyGroup,
     ConfigOption,
@@ -462,3 +463,7 @@ def _print_summary(rows: Any, *, title: str) -> None:
             str(row.tokens),
         )
     console.print(table)
+
+
+app.command("export")(export)
+app.command("feedback")(feedback)

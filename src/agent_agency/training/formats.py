@@ -1,0 +1,202 @@
+"""The rows of each export format, built from anonymized data points, and the files they go to.
+
+- trl-sft (JSONL): `messages`, the conversation with its tool turns (TRL `SFTTrainer`).
+- trl-grpo (JSONL): `prompt` (messages), `grader`, `reference` (JSON text), `task_id`,
+  `task_type`: what `tasks.graders.reward_function(kind)` scores (TRL `GRPOTrainer`).
+- trl-dpo (JSONL): `prompt` (messages), `chosen` and `rejected` (an assistant turn each).
+- verl (parquet): `data_source`, `prompt`, `ability`, `reward_model` {style: rule,
+  ground_truth}, `extra_info`.
+- openrlhf (JSONL): `input` (messages), `output` (the answer), `label` (the reference), `reward`.
+- jsonl (JSONL): `point` (the stored, anonymized data point) and `credit` (per-turn rewards,
+  returns, group advantage).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Any, Literal
+
+from agent_agency.records import DataPoint, GraderSpec, Message
+
+Format = Literal["trl-sft", "trl-grpo", "trl-dpo", "verl", "openrlhf", "jsonl"]
+FORMATS: tuple[Format, ...] = ("trl-sft", "trl-grpo", "trl-dpo", "verl", "openrlhf", "jsonl")
+PARQUET_FORMATS: frozenset[Format] = frozenset({"verl"})
+PARQUET_ROWS = 10_000  # rows per parquet row group: memory stays bounded while streaming
+
+
+def file_name(format_: Format) -> str:
+    return "train.parquet" if format_ in PARQUET_FORMATS else "train.jsonl"
+
+
+def message_row(message: Message) -> dict[str, Any]:
+    """A message as chat templates read it (OpenAI's shape). Tool call arguments are JSON text:
+    a column of free-form objects has no single Arrow type."""
+    row: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        row["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+            }
+            for call in message.tool_calls
+        ]
+    if message.tool_call_id is not None:
+        row["tool_call_id"] = message.tool_call_id
+    if message.name is not None:
+        row["name"] = message.name
+    return row
+
+
+def prompt_messages(point: DataPoint) -> list[Message]:
+    """What the first model call was sent: the first attempt's messages before its first
+    response (the task prompt as a user turn when no conversation was recorded)."""
+    if point.trajectory:
+        conversation = point.conversation(0)
+        first = next(
+            (index for index, message in enumerate(conversation) if message.role == "assistant"),
+            len(conversation),
+        )
+        if first:
+            return conversation[:first]
+    return [Message(role="user", content=point.task.prompt)]
+
+
+def final_answer(point: DataPoint) -> str:
+    """The last answer of the trajectory (the execution's final output when none recorded)."""
+    if point.trajectory:
+        conversation = point.conversation(len(point.trajectory) - 1)
+        for message in reversed(conversation):
+            if message.role == "assistant" and not message.tool_calls:
+                return message.content
+    return point.execution.final_output
+
+
+def sft_row(point: DataPoint) -> dict[str, Any]:
+    """The final attempt's whole conversation: it ends with the answer that passed."""
+    if point.trajectory:
+        conversation = point.conversation(len(point.trajectory) - 1)
+    else:
+        conversation = [Message(role="user", content=point.task.prompt)]
+    if not conversation or conversation[-1].role != "assistant":
+        conversation = [*conversation, Message(role="assistant", content=final_answer(point))]
+    return {"messages": [message_row(message) for message in conversation]}
+
+
+def grpo_row(point: DataPoint, grader: GraderSpec) -> dict[str, Any]:
+    return {
+        "prompt": [message_row(message) for message in prompt_messages(point)],
+        "grader": grader.kind,
+        "reference": json.dumps(grader.reference),
+        "task_id": point.task.task_id,
+        "task_type": point.task.task_type,
+    }
+
+
+def dpo_row(point: DataPoint, chosen: str, rejected: str) -> dict[str, Any]:
+    return {
+        "prompt": [message_row(message) for message in prompt_messages(point)],
+        "chosen": [{"role": "assistant", "content": chosen}],
+        "rejected": [{"role": "assistant", "content": rejected}],
+    }
+
+
+def verl_row(point: DataPoint, grader: GraderSpec, index: int, reward: float) -> dict[str, Any]:
+    return {
+        "data_source": f"agency/{point.task.suite}",
+        "prompt": [
+            {"role": message.role, "content": message.content} for message in prompt_messages(point)
+        ],
+        "ability": point.task.task_type,
+        "reward_model": {"style": "rule", "ground_truth": json.dumps(grader.reference)},
+        "extra_info": {
+            "split": "train",
+            "index": index,
+            "task_id": point.task.task_id,
+            "point_id": point.id,
+            "grader": grader.kind,
+            "reward": reward,
+        },
+    }
+
+
+def openrlhf_row(point: DataPoint, grader: GraderSpec | None, reward: float) -> dict[str, Any]:
+    return {
+        "input": [
+            {"role": message.role, "content": message.content} for message in prompt_messages(point)
+        ],
+        "output": final_answer(point),
+        "label": None if grader is None else json.dumps(grader.reference),
+        "reward": reward,
+    }
+
+
+def jsonl_row(point: DataPoint, credit: dict[str, Any]) -> str:
+    """The point's stored JSON as it is, with its credit beside it (no re-encoding of the point)."""
+    return f'{{"point":{point.model_dump_json()},"credit":{json.dumps(credit)}}}'
+
+
+@dataclass(frozen=True)
+class Written:
+    path: Path
+    rows: int
+
+
+def write_jsonl(path: Path, rows: Iterable[dict[str, Any] | str]) -> Written:
+    """Rows (objects, or their JSON text) one a line, streamed."""
+    count = 0
+    with path.open("w", encoding="utf-8") as out:
+        for row in rows:
+            out.write(row if isinstance(row, str) else json.dumps(row, ensure_ascii=False))
+            out.write("\n")
+            count += 1
+    return Written(path, count)
+
+
+def verl_schema() -> Any:
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    message = pa.struct([("role", pa.string()), ("content", pa.string())])
+    return pa.schema(
+        [
+            ("data_source", pa.string()),
+            ("prompt", pa.list_(message)),
+            ("ability", pa.string()),
+            ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
+            (
+                "extra_info",
+                pa.struct(
+                    [
+                        ("split", pa.string()),
+                        ("index", pa.int64()),
+                        ("task_id", pa.string()),
+                        ("point_id", pa.string()),
+                        ("grader", pa.string()),
+                        ("reward", pa.float64()),
+                    ]
+                ),
+            ),
+        ]
+    )
+
+
+def write_parquet(path: Path, rows: Iterable[dict[str, Any]], schema: Any) -> Written:
+    """Rows to a parquet file of `schema`, a row group at a time."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    count = 0
+    with pq.ParquetWriter(path, schema) as writer:
+        for chunk in _chunks(iter(rows), PARQUET_ROWS):
+            writer.write_table(pa.Table.from_pylist(chunk, schema=schema))
+            count += len(chunk)
+    return Written(path, count)
+
+
+def _chunks(rows: Iterator[dict[str, Any]], size: int) -> Iterator[Sequence[dict[str, Any]]]:
+    while chunk := list(islice(rows, size)):
+        yield chunk
