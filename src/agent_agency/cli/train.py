@@ -27,11 +27,11 @@ from agent_agency.pool.engine import shown_url
 from agent_agency.records import Split, new_id
 
 PHASES = ("prompt", "sft", "grpo")
-# The phases whose trainer this build does not hold yet: what each needs, said instead of a result.
+# Phases whose trainer runs from Python but is not yet connected to the pool and the registry
+# here: said instead of a result.
 NOT_WIRED = {
-    "sft": "LoRA supervised fine-tuning through TRL + peft (agent_agency.training.sft)",
-    "grpo": "GRPO through TRL's GRPOTrainer with the task graders as rewards "
-    "(agent_agency.training.grpo)",
+    "sft": "agent_agency.training.train_sft on `agency export --format trl-sft` data",
+    "grpo": "agent_agency.training.train_grpo on `agency export --format trl-grpo` data",
 }
 
 
@@ -74,9 +74,10 @@ def train(
     phase = one_of("--phase", phase, PHASES)
     if phase in NOT_WIRED:
         raise fail(
-            f"--phase {phase}: not available in this build; it needs {NOT_WIRED[phase]}, "
-            'running on the "train" extra (pip install "agent-agency\\[train]"). Nothing was '
-            "changed; `--phase prompt` is available"
+            f"--phase {phase}: not yet connected to the pool and the agent registry; train "
+            f"from Python with {NOT_WIRED[phase]} (docs/training.md), on the \"train\" extra "
+            '(pip install "agent-agency\\[train]"). Nothing was changed; `--phase prompt` '
+            "is available"
         )
     settings = load_settings(config, db)
     search = PromptSearchSettings(
