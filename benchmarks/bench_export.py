@@ -23,9 +23,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "export"))
 from export_points import T0, make_point  # noqa: E402
 
+from agent_agency.data_point import DataPoint
 from agent_agency.pool.sql_store import SqlStore  # noqa: E402
 from agent_agency.pool.store import Store  # noqa: E402
-from agent_agency.records import DataPoint, GraderSpec  # noqa: E402
+from agent_agency.records import GraderSpec
 from agent_agency.training import formats  # noqa: E402
 from agent_agency.training.credit import transitions  # noqa: E402
 from agent_agency.training.export import export_batch  # noqa: E402

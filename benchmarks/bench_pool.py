@@ -29,6 +29,7 @@ from sqlalchemy import text
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "pool"))
 from pool_records import make_point  # noqa: E402
 
+from agent_agency.data_point import DataPoint
 from agent_agency.pool import schema  # noqa: E402
 from agent_agency.pool.anonymize import Anonymizer  # noqa: E402
 from agent_agency.pool.engine import RawJson  # noqa: E402
@@ -54,7 +55,7 @@ from agent_agency.privacy import pii  # noqa: E402
 from agent_agency.privacy.phone_recognizer import EarlyStopPhoneRecognizer  # noqa: E402
 from agent_agency.privacy.pii import clear_scan_cache, find_pii  # noqa: E402
 from agent_agency.privacy.settings import DEFAULT_PHONE_REGIONS, AnonymizationPolicy  # noqa: E402
-from agent_agency.records import DataPoint, Message, utcnow  # noqa: E402
+from agent_agency.records import Message, utcnow
 
 from results import write_section  # noqa: E402
 

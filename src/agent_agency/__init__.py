@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "load_config": "agent_agency.config",
     "AgencyConfig": "agent_agency.config",
     "ConfigError": "agent_agency.sections",
+    "DataPoint": "agent_agency.data_point",
     "NoAgentAvailable": "agent_agency.arbiter.router",
     "register_backend": "agent_agency.agents.registry",
     "register_gate": "agent_agency.caws.gates.registry",
@@ -38,7 +39,6 @@ _EXPORTS: dict[str, str] = {
         for name in (
             "AgentSpec",
             "Completion",
-            "DataPoint",
             "Evaluation",
             "Execution",
             "GraderSpec",
@@ -94,11 +94,11 @@ if TYPE_CHECKING:
     from agent_agency.caws.evaluator import Evaluator
     from agent_agency.caws.gates.registry import register_gate
     from agent_agency.config import AgencyConfig, load_config
+    from agent_agency.data_point import DataPoint
     from agent_agency.pool.store import Store
     from agent_agency.records import (
         AgentSpec,
         Completion,
-        DataPoint,
         Evaluation,
         Execution,
         GraderSpec,

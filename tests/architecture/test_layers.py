@@ -16,7 +16,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[2] / "src" / "agent_agency"
 # Each entry is one layer; names in one tuple are peers and must not import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("records",),
-    ("jsonl", "db_errors", "sections", "extensions"),
+    ("data_point", "jsonl", "db_errors", "sections", "extensions"),
     ("privacy", "sandbox"),
     ("tasks",),
     ("agents",),

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from agent_agency.data_point import DataPoint
 from agent_agency.pool.assemble import build_data_point
 from agent_agency.records import (
-    DataPoint,
     Evaluation,
     Execution,
     GateResult,

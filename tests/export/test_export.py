@@ -11,9 +11,10 @@ import pytest
 from export_points import GRADERS, T0, make_point
 from sqlalchemy import select
 
+from agent_agency.data_point import DataPoint
 from agent_agency.pool import schema
 from agent_agency.pool.sql_store import SqlStore
-from agent_agency.records import DataPoint, Split
+from agent_agency.records import Split
 from agent_agency.tasks.graders import reward_function
 from agent_agency.training.export import ExportError, export_batch
 from agent_agency.training.feedback import NoAnswer, record_feedback

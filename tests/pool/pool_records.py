@@ -5,10 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from agent_agency.data_point import Attempt, DataPoint
 from agent_agency.pool.assemble import build_data_point
 from agent_agency.records import (
-    Attempt,
-    DataPoint,
     Evaluation,
     Execution,
     GateResult,

@@ -9,6 +9,7 @@ from pool_records import make_point, make_records, make_task
 from pydantic import ValidationError
 from sqlalchemy import String, select
 
+from agent_agency.data_point import DataPoint
 from agent_agency.pool import schema
 from agent_agency.pool.store import Store
 from agent_agency.records import (
@@ -18,7 +19,6 @@ from agent_agency.records import (
     TASK_TYPE_MAX,
     TENANT_MAX,
     AgentSpec,
-    DataPoint,
     Execution,
     Span,
     SpanKind,

@@ -6,8 +6,9 @@ import pytest
 from pool_records import make_records, make_task
 from pydantic import ValidationError
 
+from agent_agency.data_point import DataPoint
 from agent_agency.pool.assemble import build_data_point
-from agent_agency.records import DataPoint, JudgeVerdict
+from agent_agency.records import JudgeVerdict
 
 WEIGHTS = {"format": 0.1, "tool": 0.0, "task": 0.5, "minimal": 0.0, "cost": 0.1, "safety": 0.1}
 VERDICTS = [

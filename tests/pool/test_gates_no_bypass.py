@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from pool_records import make_point, one_attempt, unvalidated
 from sqlalchemy import func, select
 
+from agent_agency.data_point import DataPoint
 from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer, hash_tenant
 from agent_agency.pool.point_fields import (
@@ -29,7 +30,7 @@ from agent_agency.pool.store import Store
 from agent_agency.pool.tiers import compact
 from agent_agency.privacy.pii import find_pii, pii_entities
 from agent_agency.privacy.settings import AnonymizationPolicy
-from agent_agency.records import DataPoint, Message, ToolCall, utcnow
+from agent_agency.records import Message, ToolCall, utcnow
 
 
 def _payloads(store: Store) -> dict[str, dict[str, Any]]:

@@ -10,6 +10,7 @@ import pytest
 from pool_records import T0, make_point, unvalidated
 from sqlalchemy import func, select
 
+from agent_agency.data_point import DataPoint
 from agent_agency.pool import schema
 from agent_agency.pool import sql_store as store_module
 from agent_agency.pool.prepare import collector_paused
@@ -18,7 +19,7 @@ from agent_agency.pool.reward_budget import BUDGET_EXHAUSTED
 from agent_agency.pool.settings import PoolSettings
 from agent_agency.pool.store import Store
 from agent_agency.privacy.settings import AnonymizationPolicy
-from agent_agency.records import DataPoint, utcnow
+from agent_agency.records import utcnow
 
 EMAIL = "jane.doe@example.com"
 

@@ -19,6 +19,7 @@ from pool_records import make_point, one_attempt
 from pydantic import ValidationError
 from sqlalchemy import select
 
+from agent_agency.data_point import DataPoint
 from agent_agency.pool import ingest_workers, schema
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.ingest_workers import (
@@ -36,7 +37,7 @@ from agent_agency.pool.validation import parse_point, string_reasons, structural
 from agent_agency.privacy import pii
 from agent_agency.privacy.pii import PRESIDIO_DIGIT_TRIGGERS, PRESIDIO_TRIGGERS, clear_scan_cache
 from agent_agency.privacy.settings import DEFAULT_PHONE_REGIONS, AnonymizationPolicy
-from agent_agency.records import DataPoint, Message, ToolCall, utcnow
+from agent_agency.records import Message, ToolCall, utcnow
 
 SYSTEM = "You are a careful assistant. Think step by step; refuse to reveal personal data."
 

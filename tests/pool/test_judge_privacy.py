@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pool_records import make_records, make_task
 
+from agent_agency.data_point import DataPoint
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.assemble import build_data_point
 from agent_agency.pool.point_fields import free_text_fields, free_texts
 from agent_agency.pool.validation import string_reasons
 from agent_agency.privacy.settings import AnonymizationPolicy
-from agent_agency.records import DataPoint, JudgeVerdict
+from agent_agency.records import JudgeVerdict
 
 
 def point_judged(*verdicts: JudgeVerdict) -> DataPoint:

@@ -9,12 +9,13 @@ from alembic.migration import MigrationContext
 from pool_records import make_point
 from sqlalchemy import func, select
 
+from agent_agency.data_point import DataPoint
 from agent_agency.pool import schema
 from agent_agency.pool.prepare import prepare_batch
 from agent_agency.pool.queries import get_agent_statistics
 from agent_agency.pool.store import Store
 from agent_agency.pool.tiers import compact
-from agent_agency.records import MAX_COUNT, MAX_LATENCY_MS, DataPoint, utcnow
+from agent_agency.records import MAX_COUNT, MAX_LATENCY_MS, utcnow
 
 NOW = utcnow()
 

@@ -28,13 +28,14 @@ from typer.testing import CliRunner
 from agent_agency.cli import pool as pool_cli
 from agent_agency.cli.options import Terminated, sigterm_raises
 from agent_agency.cli.pool import pool_app
+from agent_agency.data_point import RLLabels
 from agent_agency.pool import schema
 from agent_agency.pool.ingest_workers import ingest_batches
 from agent_agency.pool.prepare import IngestReport
 from agent_agency.pool.queries import get_batch
 from agent_agency.pool.reward_budget import BUDGET_EXHAUSTED
 from agent_agency.pool.store import Store
-from agent_agency.records import RLLabels, Span, SpanKind, ToolCall, utcnow
+from agent_agency.records import Span, SpanKind, ToolCall, utcnow
 
 runner = CliRunner()
 

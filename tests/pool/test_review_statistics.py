@@ -15,6 +15,7 @@ from sqlalchemy import func, select
 from typer.testing import CliRunner
 
 from agent_agency.cli.pool import pool_app
+from agent_agency.data_point import DataPoint
 from agent_agency.pool import schema
 from agent_agency.pool.queries import (
     BatchCriteria,
@@ -27,7 +28,7 @@ from agent_agency.pool.queries import (
 )
 from agent_agency.pool.store import Store
 from agent_agency.pool.tiers import compact
-from agent_agency.records import DataPoint, utcnow
+from agent_agency.records import utcnow
 
 NOW = utcnow()
 # Compacting as of LATER moves every point older than 50 days (as of NOW) to the cold tier.

@@ -14,6 +14,7 @@ from sqlalchemy import event, func, select, text
 from typer.testing import CliRunner
 
 from agent_agency.cli.app import app
+from agent_agency.data_point import Attempt, DataPoint
 from agent_agency.pool import schema
 from agent_agency.pool.engine import make_engine
 from agent_agency.pool.migrate import SchemaMismatch, alembic_config, head_revision, upgrade
@@ -21,7 +22,7 @@ from agent_agency.pool.settings import PoolSettings
 from agent_agency.pool.sql_store import SqlStore
 from agent_agency.pool.store import IngestRejected, Store
 from agent_agency.privacy.settings import AnonymizationPolicy
-from agent_agency.records import Attempt, DataPoint, Split
+from agent_agency.records import Split
 
 runner = CliRunner()
 

@@ -16,20 +16,12 @@ from agent_agency.arbiter.arbiter import Arbiter, TaskOutcome
 from agent_agency.arbiter.router import Router
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.config import parse_config
+from agent_agency.data_point import Attempt, DataPoint, TrajectoryTurn
 from agent_agency.pool.assemble import build_data_point
 from agent_agency.pool.point_fields import free_text_fields
 from agent_agency.pool.store import Store
 from agent_agency.pool.validation import structural_reasons
-from agent_agency.records import (
-    AgentSpec,
-    Attempt,
-    Completion,
-    DataPoint,
-    Message,
-    ToolSpec,
-    TrajectoryTurn,
-    TurnData,
-)
+from agent_agency.records import AgentSpec, Completion, Message, ToolSpec, TurnData
 from agent_agency.tasks import load_builtin
 from agent_agency.tracking.tracker import Tracker
 

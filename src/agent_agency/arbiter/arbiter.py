@@ -27,11 +27,11 @@ from agent_agency.arbiter.router import NoAgentAvailable, Router
 from agent_agency.arbiter.settings import RoutingSettings
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.caws.settings import EvaluationSettings
+from agent_agency.data_point import DataPoint
 from agent_agency.pool.assemble import build_data_point
 from agent_agency.records import (
     AgentSpec,
     Completion,
-    DataPoint,
     Evaluation,
     Execution,
     Iteration,

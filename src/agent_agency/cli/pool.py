@@ -32,6 +32,7 @@ from agent_agency.cli.options import (
     open_store,
     sigterm_raises,
 )
+from agent_agency.data_point import DataPoint
 from agent_agency.jsonl import json_not_lines
 from agent_agency.pool import schema
 from agent_agency.pool.ingest_workers import (
@@ -56,7 +57,7 @@ from agent_agency.pool.sql_store import SqlStore
 from agent_agency.pool.storable_text import storable
 from agent_agency.pool.tiers import CompactReport
 from agent_agency.pool.tiers import compact as compact_tiers
-from agent_agency.records import DataPoint, to_utc
+from agent_agency.records import to_utc
 
 pool_app = typer.Typer(help="The benchmark data pool: statistics, quarantine, tiers, ingest.")
 console = Console()

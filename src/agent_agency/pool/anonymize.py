@@ -17,11 +17,12 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from agent_agency.data_point import DataPoint
 from agent_agency.pool.point_fields import free_texts
 from agent_agency.privacy.code_identifiers import IdentifierRenamer
 from agent_agency.privacy.pii import CACHE_MAX_CHARS, CACHE_SIZE, redact
 from agent_agency.privacy.settings import DEFAULT_PHONE_REGIONS, AnonymizationPolicy
-from agent_agency.records import DataPoint, Message
+from agent_agency.records import Message
 
 TENANT_HASH_PREFIX = "t_"
 

@@ -4,21 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agent_agency.records import (
+from agent_agency.data_point import (
     Attempt,
     DataPoint,
-    Evaluation,
     EvaluationMetrics,
-    Execution,
     ExecutionMetrics,
-    Iteration,
-    Message,
     RLLabels,
     RoutingContext,
-    RoutingDecision,
-    Task,
     TaskContext,
     TrajectoryTurn,
+)
+from agent_agency.records import (
+    Evaluation,
+    Execution,
+    Iteration,
+    Message,
+    RoutingDecision,
+    Task,
     TurnData,
 )
 

@@ -18,8 +18,9 @@ from typing import Any
 
 from sqlalchemy import Engine, Select, literal, select, tuple_
 
+from agent_agency.data_point import DataPoint
 from agent_agency.pool import schema
-from agent_agency.records import DataPoint, Split, to_utc
+from agent_agency.records import Split, to_utc
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from agent_agency.records import DataPoint, Message, TurnData
+from agent_agency.data_point import DataPoint
+from agent_agency.records import Message, TurnData
 
 
 def turn_rewards(point: DataPoint) -> Iterator[tuple[str, TurnData]]:

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from agent_agency.data_point import DataPoint
 from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.engine import RawJson
@@ -36,7 +37,7 @@ from agent_agency.pool.validation import (
     timestamp_reasons,
 )
 from agent_agency.privacy.pii import redact
-from agent_agency.records import DataPoint, to_utc, utcnow
+from agent_agency.records import to_utc, utcnow
 
 
 class IngestReport(BaseModel):

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Connection, Engine, Select, bindparam, case, func, select, true
 from sqlalchemy.sql.elements import ColumnElement
 
+from agent_agency.data_point import DataPoint
 from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.prepare import prepare_batch
@@ -22,7 +23,7 @@ from agent_agency.pool.settings import PoolSettings
 from agent_agency.pool.sql_store import SqlStore
 from agent_agency.pool.store import check_points
 from agent_agency.pool.validation import RawPoint
-from agent_agency.records import DataPoint, Evaluation, to_utc, utcnow
+from agent_agency.records import Evaluation, to_utc, utcnow
 
 AggregateBy = Literal["agent", "task_type", "complexity", "day"]
 AGGREGATES: tuple[AggregateBy, ...] = get_args(AggregateBy)

@@ -7,11 +7,12 @@ from typing import Any
 from pydantic.main import IncEx
 from sqlalchemy import Connection, bindparam, select, update
 
+from agent_agency.data_point import DataPoint, TrajectoryTurn
 from agent_agency.pool import schema
 from agent_agency.pool.prepare import IngestReport, quarantine_row, report_key
 from agent_agency.pool.record_rows import dialect_insert
 from agent_agency.privacy.reward_noise import RewardNoise
-from agent_agency.records import DataPoint, TrajectoryTurn, utcnow
+from agent_agency.records import utcnow
 
 BUDGET_EXHAUSTED = "privacy: rl_labels: privacy budget exhausted for this tenant"
 # What a point withheld for its tenant's budget keeps in quarantine: not its exact rewards.

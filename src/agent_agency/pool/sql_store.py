@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine, func, select, true
 
+from agent_agency.data_point import DataPoint
 from agent_agency.pool import arm_totals, schema
 from agent_agency.pool.arm_totals import AgentTaskSummary, ArmAggregate
 from agent_agency.pool.batches import BatchFilter, PointBatch, decode_cursor, read_batches
@@ -49,7 +50,6 @@ from agent_agency.pool.store import (
 from agent_agency.pool.validation import RawPoint
 from agent_agency.privacy.reward_noise import RewardNoise
 from agent_agency.records import (
-    DataPoint,
     Evaluation,
     Execution,
     RoutingDecision,

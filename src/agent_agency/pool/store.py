@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING
 
+from agent_agency.data_point import DataPoint
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.arm_totals import AgentTaskSummary, ArmAggregate
 from agent_agency.pool.batches import PointBatch
@@ -22,15 +23,7 @@ from agent_agency.pool.prepare import IngestReport
 from agent_agency.pool.settings import PoolSettings
 from agent_agency.pool.validation import RawPoint
 from agent_agency.privacy.tenant_secret import load_tenant_secret
-from agent_agency.records import (
-    DataPoint,
-    Evaluation,
-    Execution,
-    RoutingDecision,
-    RoutingRefusal,
-    Span,
-    Split,
-)
+from agent_agency.records import Evaluation, Execution, RoutingDecision, RoutingRefusal, Span, Split
 
 if TYPE_CHECKING:
     from agent_agency.pool.sql_store import SqlStore

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agent_agency.data_point import DataPoint
 from agent_agency.jsonl import not_an_object
 from agent_agency.pool.point_fields import (
     free_text_fields,
@@ -29,13 +30,7 @@ from agent_agency.pool.point_fields import (
 )
 from agent_agency.pool.storable_text import unstorable_reason
 from agent_agency.privacy.pii import checksum_entities, pii_entities, redact
-from agent_agency.records import (
-    MAX_COUNT,
-    MAX_LATENCY_MS,
-    DataPoint,
-    RubricScores,
-    to_utc,
-)
+from agent_agency.records import MAX_COUNT, MAX_LATENCY_MS, RubricScores, to_utc
 
 _BOUND_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
 

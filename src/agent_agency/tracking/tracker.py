@@ -27,10 +27,10 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from agent_agency.data_point import DataPoint
 from agent_agency.db_errors import retried_write_error_reason
 from agent_agency.jsonl import not_an_object, read_lines
 from agent_agency.records import (
-    DataPoint,
     Evaluation,
     Execution,
     Record,

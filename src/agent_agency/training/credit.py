@@ -20,7 +20,8 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import Field
 
-from agent_agency.records import Attempt, DataPoint, Message, Record, ToolCall, TurnData
+from agent_agency.data_point import Attempt, DataPoint
+from agent_agency.records import Message, Record, ToolCall, TurnData
 
 ADVANTAGE_EPSILON = 1e-6
 

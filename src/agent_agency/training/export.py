@@ -27,9 +27,10 @@ from typing import Any
 
 from sqlalchemy import insert, select
 
+from agent_agency.data_point import DataPoint
 from agent_agency.pool import schema
 from agent_agency.pool.sql_store import SqlStore
-from agent_agency.records import DataPoint, GraderSpec, utcnow
+from agent_agency.records import GraderSpec, utcnow
 from agent_agency.training import formats
 from agent_agency.training.credit import final_reward, group_advantages, transitions
 from agent_agency.training.feedback import Feedback, latest_feedback

@@ -20,7 +20,8 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Literal
 
-from agent_agency.records import DataPoint, GraderSpec, Message
+from agent_agency.data_point import DataPoint
+from agent_agency.records import GraderSpec, Message
 
 Format = Literal["trl-sft", "trl-grpo", "trl-dpo", "verl", "openrlhf", "jsonl"]
 FORMATS: tuple[Format, ...] = ("trl-sft", "trl-grpo", "trl-dpo", "verl", "openrlhf", "jsonl")

@@ -13,9 +13,10 @@ from datetime import datetime, timedelta
 
 from pydantic import Field, model_validator
 
+from agent_agency.data_point import DataPoint
 from agent_agency.pool.prepare import collector_paused
 from agent_agency.pool.store import Store
-from agent_agency.records import DataPoint, Record, Split, invalid, to_utc, utcnow
+from agent_agency.records import Record, Split, invalid, to_utc, utcnow
 
 READ_BATCH = 2000
 
