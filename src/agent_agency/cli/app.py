@@ -35,6 +35,7 @@ from agent_agency.cli.options import (
     run_stoppable,
     sigterm_raises,
 )
+from agent_agency.cli.forget import forget
 from agent_agency.cli.pool import pool_app
 from agent_agency.cli.routing import routing_app
 from agent_agency.cli.train import train
@@ -58,6 +59,7 @@ app = typer.Typer(
 )
 config_app = typer.Typer(help="Inspect the configuration (agency.yaml).", no_args_is_help=True)
 app.add_typer(config_app, name="config")
+pool_app.command("forget")(forget)
 app.add_typer(pool_app, name="pool", no_args_is_help=True)
 app.add_typer(routing_app, name="routing", no_args_is_help=True)
 app.add_typer(audit_app, name="audit", no_args_is_help=True)
