@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import MetaData, create_engine, select, text
 from sqlalchemy.exc import OperationalError
+from tests.pool.pool_records import make_point
 from typer.testing import CliRunner
 
 from agent_agency.caws.audit import AuditLog
@@ -20,7 +21,6 @@ from agent_agency.deploy.registry import Lineage, VersionRegistry
 from agent_agency.pool import schema
 from agent_agency.pool.sql_store import SqlStore
 from agent_agency.records import AgentSpec, Message, utcnow
-from tests.pool.pool_records import make_point
 
 runner = CliRunner()
 MARKER = "Zq7-MARKER-erase-me-4471"
@@ -72,7 +72,9 @@ def _plant(workdir: Path, url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Real runs whose tasks hold the marker: one stored, one spilled (its writes fail); a
     rating with a corrected answer, quarantined input and a version's demonstration hold it too.
     Tasks without the marker run beside them."""
-    kept = _write_suite(workdir / "kept.jsonl", [_task(f"kept-{i}", f"What is {i} + 1?", i + 1) for i in range(3)])
+    kept = _write_suite(
+        workdir / "kept.jsonl", [_task(f"kept-{i}", f"What is {i} + 1?", i + 1) for i in range(3)]
+    )
     marked = _write_suite(
         workdir / "marked.jsonl",
         [_task("secret-task", f"Customer {MARKER} asks: what is 2 + 2?", 4)],
@@ -88,15 +90,21 @@ def _plant(workdir: Path, url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert list(workdir.glob("agency-unwritten-*.jsonl"))
     better = workdir / "better.txt"
     better.write_text(f"4, dear {MARKER}", encoding="utf-8")
-    _invoke("feedback", "secret-task", "--score", "0.4", "--better-answer", str(better), "--db", url)
+    _invoke(
+        "feedback", "secret-task", "--score", "0.4", "--better-answer", str(better), "--db", url
+    )
     bad_point = {"id": "broken", "task": {"task_id": "secret-task", "prompt": MARKER}}
     (workdir / "bad.jsonl").write_text(json.dumps(bad_point) + "\n", encoding="utf-8")
     runner.invoke(app, ["pool", "ingest", str(workdir / "bad.jsonl"), "--db", url])
     settings = load_config(workdir / "agency.yaml")
     with SqlStore.connect(url) as store:
-        point_id = store.engine.connect().execute(
-            select(schema.data_points.c.id).where(schema.data_points.c.task_id == "secret-task")
-        ).scalar_one()
+        point_id = (
+            store.engine.connect()
+            .execute(
+                select(schema.data_points.c.id).where(schema.data_points.c.task_id == "secret-task")
+            )
+            .scalar_one()
+        )
         registry = VersionRegistry(store.engine)
         registry.seed(settings.agents)
         parent = settings.agents[0]
@@ -187,7 +195,9 @@ def test_an_edited_payload_is_still_caught_beside_erased_ones(
     monkeypatch.chdir(tmp_path)
     (tmp_path / "agency.yaml").write_text(TEAM, encoding="utf-8")
     url = f"sqlite:///{tmp_path / 'pool.db'}"
-    kept = _write_suite(tmp_path / "t.jsonl", [_task(f"t-{i}", f"What is {i} + 3?", i + 3) for i in range(3)])
+    kept = _write_suite(
+        tmp_path / "t.jsonl", [_task(f"t-{i}", f"What is {i} + 3?", i + 3) for i in range(3)]
+    )
     _invoke("run", "--suite", str(kept), "--db", url)
     _invoke("pool", "forget", "--task", "t-0", "--db", url)
     with SqlStore.connect(url) as store:
@@ -212,7 +222,10 @@ def test_forget_a_tenant_and_before_a_date(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     recent = utcnow() - timedelta(days=1)
-    points = [make_point(f"acme-{i}", tenant="acme", prompt=f"{MARKER} {i}", when=recent) for i in range(3)]
+    points = [
+        make_point(f"acme-{i}", tenant="acme", prompt=f"{MARKER} {i}", when=recent)
+        for i in range(3)
+    ]
     points += [make_point(f"other-{i}", tenant="other", when=recent) for i in range(2)]
     points += [make_point("old-0", tenant="other", when=utcnow() - timedelta(days=40))]
     with SqlStore.connect(db_url) as store:

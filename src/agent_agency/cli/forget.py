@@ -9,7 +9,14 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from agent_agency.cli.options import ConfigOption, DbOption, console, fail, load_settings, open_store
+from agent_agency.cli.options import (
+    ConfigOption,
+    DbOption,
+    console,
+    fail,
+    load_settings,
+    open_store,
+)
 
 
 def forget(
@@ -54,9 +61,11 @@ def forget(
 
     from agent_agency.erasure import (
         default_spill_directories,
-        forget as erase,
         parse_before,
         spill_files_near,
+    )
+    from agent_agency.erasure import (
+        forget as erase,
     )
     from agent_agency.pool.erasure import ForgetSelector
 

@@ -152,7 +152,7 @@ def _linked(connection: Connection, targets: ErasureTargets, *, tenant_selector:
     )
     targets.decision_ids = _scalars_in(
         connection, executions.decision_id, executions.id, targets.execution_ids
-    ) - {None}  # type: ignore[operator]
+    ) - {None}
     feedback = schema.feedback.c
     targets.feedback_ids = _scalars_in(
         connection, feedback.id, feedback.execution_id, targets.execution_ids
@@ -174,12 +174,18 @@ def _linked(connection: Connection, targets: ErasureTargets, *, tenant_selector:
     refusals = schema.routing_refusals.c
     targets.refusal_ids = _scalars_in(connection, refusals.id, refusals.task_id, targets.task_ids)
     spans = schema.spans.c
-    roots = _scalars_where(
-        connection,
-        spans.trace_id,
-        (spans.kind == "task")
-        & spans.payload["attributes"]["agency.task.id"].as_string().in_(sorted(targets.task_ids)),
-    ) if targets.task_ids else set()
+    roots = (
+        _scalars_where(
+            connection,
+            spans.trace_id,
+            (spans.kind == "task")
+            & spans.payload["attributes"]["agency.task.id"]
+            .as_string()
+            .in_(sorted(targets.task_ids)),
+        )
+        if targets.task_ids
+        else set()
+    )
     targets.trace_ids = roots
     targets.span_ids = _scalars_in(connection, spans.id, spans.trace_id, roots)
 
@@ -193,7 +199,7 @@ def _quarantined(
     payload = quarantine.payload
     found = _scalars_in(connection, quarantine.id, quarantine.point_id, targets.point_ids)
     by_task = payload["task"]["task_id"].as_string()
-    found |= _scalars_in(connection, quarantine.id, by_task, targets.task_ids)  # type: ignore[arg-type]
+    found |= _scalars_in(connection, quarantine.id, by_task, targets.task_ids)
     if stored_tenants:
         found |= _scalars_where(
             connection, quarantine.id, payload["tenant_id"].as_string().in_(stored_tenants)
@@ -229,7 +235,9 @@ def _texts_of(payload: Any) -> Iterator[str]:
 def _before(connection: Connection, moment: datetime) -> ErasureTargets:
     c = schema
     targets = ErasureTargets(
-        point_ids=_scalars_where(connection, c.data_points.c.id, c.data_points.c.timestamp < moment),
+        point_ids=_scalars_where(
+            connection, c.data_points.c.id, c.data_points.c.timestamp < moment
+        ),
         execution_ids=_scalars_where(
             connection, c.executions.c.id, c.executions.c.timestamp < moment
         ),
@@ -246,9 +254,7 @@ def _before(connection: Connection, moment: datetime) -> ErasureTargets:
         quarantine_ids=_scalars_where(
             connection, c.quarantine.c.id, c.quarantine.c.received_at < moment
         ),
-        feedback_ids=_scalars_where(
-            connection, c.feedback.c.id, c.feedback.c.created_at < moment
-        ),
+        feedback_ids=_scalars_where(connection, c.feedback.c.id, c.feedback.c.created_at < moment),
     )
     targets.texts = _point_texts(connection, targets.point_ids)
     return targets
@@ -339,13 +345,18 @@ def scrub_versions(connection: Connection, targets: ErasureTargets) -> VersionsT
 def _without_demonstrations(turns: list[Any], texts: set[str]) -> list[Any]:
     """`turns` less every turn whose content is a forgotten text, and the turn answering it or
     answered by it (a demonstration is a user turn and the assistant's answer)."""
+
     def forgotten(turn: Any) -> bool:
         return isinstance(turn, dict) and turn.get("content") in texts
 
     drop = {index for index, turn in enumerate(turns) if forgotten(turn)}
     for index in list(drop):
         role = turns[index].get("role")
-        if role == "user" and index + 1 < len(turns) and turns[index + 1].get("role") == "assistant":
+        if (
+            role == "user"
+            and index + 1 < len(turns)
+            and turns[index + 1].get("role") == "assistant"
+        ):
             drop.add(index + 1)
         if role == "assistant" and index > 0 and turns[index - 1].get("role") == "user":
             drop.add(index - 1)
