@@ -19,6 +19,7 @@ from rich.table import Table
 from agent_agency.cli.audit import audit_app
 from agent_agency.cli.db import db_app
 from agent_agency.cli.export import export, feedback
+from agent_agency.cli.forget import forget
 from agent_agency.cli.options import (
     AgencyGroup,
     ConfigOption,
@@ -35,7 +36,6 @@ from agent_agency.cli.options import (
     run_stoppable,
     sigterm_raises,
 )
-from agent_agency.cli.forget import forget
 from agent_agency.cli.pool import pool_app
 from agent_agency.cli.routing import routing_app
 from agent_agency.cli.train import train
