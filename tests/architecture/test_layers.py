@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("arbiter",),
     ("run_settings", "training_settings"),
     ("config",),
-    ("runner", "training", "deploy", "coordination"),
+    ("runner", "training", "deploy", "coordination", "erasure"),
     ("loop", "report"),
     ("service",),
     ("cli",),

@@ -23,12 +23,12 @@ from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import Engine, String, insert, select, type_coerce
+from sqlalchemy import Connection, Engine, String, insert, select, type_coerce, update
 from sqlalchemy.exc import IntegrityError
 
 from agent_agency.pool.schema import IDS_PER_QUERY, audit_log
 
-AuditKind = Literal["routing", "evaluation", "deployment"]
+AuditKind = Literal["routing", "evaluation", "deployment", "erasure"]
 AUDIT_KINDS: tuple[str, ...] = get_args(AuditKind)
 GENESIS_HASH = "0" * 64
 APPEND_RETRIES = 5
@@ -106,8 +106,17 @@ def _stored_timestamp(value: object) -> datetime | None:
     return None
 
 
-def _chain_problem(row: Any, expected_seq: int, prev: str) -> tuple[int, str] | None:
-    """(first bad sequence number, what is wrong) for a row that breaks the chain."""
+def tombstone(erasure_id: str) -> str:
+    """The payload an erased entry keeps: which erasure removed its content."""
+    return canonical_json({"erased_by": erasure_id})
+
+
+def _chain_problem(
+    row: Any, expected_seq: int, prev: str, erased: Mapping[int, str]
+) -> tuple[int, str] | None:
+    """(first bad sequence number, what is wrong) for a row that breaks the chain. `erased`:
+    the entries an erasure entry names (sequence number: erasure id); such an entry may hold
+    the erasure's tombstone instead of the payload its hash covers."""
     if row.seq != expected_seq:
         return _gap_problem(row, expected_seq, prev)
     # SQLite keeps whatever an UPDATE writes, of any type.
@@ -122,7 +131,9 @@ def _chain_problem(row: Any, expected_seq: int, prev: str) -> tuple[int, str] | 
     recomputed = entry_hash(
         row.seq, row.kind, row.record_id, created_at, row.prev_hash, row.payload
     )
-    if row.entry_hash != recomputed:
+    erased_by = erased.get(row.seq)
+    is_tombstone = erased_by is not None and row.payload == tombstone(erased_by)
+    if row.entry_hash != recomputed and not is_tombstone:
         return row.seq, f"entry {row.seq} was edited or moved: its content does not match its hash"
     if row.prev_hash != prev:
         return row.seq, (
@@ -236,6 +247,8 @@ class AuditLog:
         rewritten from an entry before it, or cut off before it, fails too."""
         if expect_head is not None:
             expect_head = expect_head.lower()
+        with self.engine.connect() as connection:
+            erased = erased_entries(connection)
         expected_seq, prev, count = 1, GENESIS_HASH, 0
         seen_head = expect_head in (None, GENESIS_HASH)
         query = select(
@@ -252,7 +265,7 @@ class AuditLog:
             rows = connection.execution_options(yield_per=VERIFY_BATCH).execute(query)
             for row in rows:
                 count += 1
-                problem = _chain_problem(row, expected_seq, prev)
+                problem = _chain_problem(row, expected_seq, prev, erased)
                 if problem is not None:
                     bad_seq, message = problem
                     return AuditReport(
@@ -279,3 +292,51 @@ class AuditLog:
                 head_hash=prev,
             )
         return AuditReport(ok=True, entries=count, head_hash=prev)
+
+
+def erased_entries(connection: Connection) -> dict[int, str]:
+    """Sequence number: erasure id, for every entry an erasure entry names (an erasure names only
+    entries before it)."""
+    erased: dict[int, str] = {}
+    rows = connection.execute(
+        select(audit_log.c.seq, audit_log.c.payload).where(audit_log.c.kind == "erasure")
+    )
+    for row in rows:
+        try:
+            payload = json.loads(row.payload)
+            erasure_id, seqs = payload["erasure_id"], payload["erased_entries"]
+        except (ValueError, TypeError, KeyError):
+            continue  # an edited erasure entry fails its own hash when the chain is walked
+        if isinstance(erasure_id, str) and isinstance(seqs, list):
+            erased.update(
+                (seq, erasure_id) for seq in seqs if isinstance(seq, int) and seq < row.seq
+            )
+    return erased
+
+
+def entries_of(connection: Connection, ids_by_kind: Mapping[str, Collection[str]]) -> list[int]:
+    """Sequence numbers of the entries recording the given record ids, per kind."""
+    found: list[int] = []
+    for kind, record_ids in ids_by_kind.items():
+        ids = sorted(record_ids)
+        for start in range(0, len(ids), IDS_PER_QUERY):
+            query = select(audit_log.c.seq).where(
+                audit_log.c.kind == kind,
+                audit_log.c.record_id.in_(ids[start : start + IDS_PER_QUERY]),
+            )
+            found.extend(connection.execute(query).scalars())
+    return sorted(found)
+
+
+def erase_entries(connection: Connection, seqs: Collection[int], erasure_id: str) -> int:
+    """Replace the payloads of `seqs` with the tombstone of `erasure_id`, which an erasure entry
+    already in the chain must name; hashes and links stay, so the chain still verifies."""
+    ordered = sorted(seqs)
+    erased = 0
+    for start in range(0, len(ordered), IDS_PER_QUERY):
+        erased += connection.execute(
+            update(audit_log)
+            .where(audit_log.c.seq.in_(ordered[start : start + IDS_PER_QUERY]))
+            .values(payload=tombstone(erasure_id))
+        ).rowcount
+    return erased

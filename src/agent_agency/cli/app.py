@@ -19,6 +19,7 @@ from rich.table import Table
 from agent_agency.cli.audit import audit_app
 from agent_agency.cli.db import db_app
 from agent_agency.cli.export import export, feedback
+from agent_agency.cli.forget import forget
 from agent_agency.cli.options import (
     AgencyGroup,
     ConfigOption,
@@ -58,6 +59,7 @@ app = typer.Typer(
 )
 config_app = typer.Typer(help="Inspect the configuration (agency.yaml).", no_args_is_help=True)
 app.add_typer(config_app, name="config")
+pool_app.command("forget")(forget)
 app.add_typer(pool_app, name="pool", no_args_is_help=True)
 app.add_typer(routing_app, name="routing", no_args_is_help=True)
 app.add_typer(audit_app, name="audit", no_args_is_help=True)

@@ -152,6 +152,8 @@ STAGES_OF: dict[type[Record], tuple[str, ...]] = {
     DataPoint: ("points",),
 }
 RECORDABLE = (RoutingDecision, RoutingRefusal, Execution, Evaluation, Span, DataPoint)
+# Spill files are named "<prefix><time>-<batch>.jsonl" (`agency pool forget` looks for them).
+SPILL_PREFIX = "agency-unwritten-"
 
 
 class _FlushMarker:
@@ -308,7 +310,7 @@ class Tracker:
             for record, pending in batch.pending()
             for dumped in (record.model_dump(mode="json"),)
         ]
-        name = f"agency-unwritten-{time.strftime('%Y%m%d-%H%M%S')}-{id(batch):x}.jsonl"
+        name = f"{SPILL_PREFIX}{time.strftime('%Y%m%d-%H%M%S')}-{id(batch):x}.jsonl"
         for directory in (self._spill_dir, Path(tempfile.gettempdir())):
             path = directory / name
             try:
