@@ -13,10 +13,10 @@ import time
 
 from agent_agency.agents.local import (
     LocalBackend,
-    default_threads,
     embedded_model_path,
-    shared_model,
+    model_instances,
 )
+from agent_agency.agents.settings import EmbeddedModelSettings
 from agent_agency.records import AgentSpec, Message
 
 from results import write_section
@@ -62,7 +62,7 @@ async def _shared(agents: list[LocalBackend]) -> tuple[int, float]:
 def main() -> None:
     path = embedded_model_path()
     started = time.perf_counter()
-    shared_model(path)
+    model_instances(path)
     load_s = time.perf_counter() - started
     backend = LocalBackend(AgentSpec(name="bench", max_tokens=GENERATE_TOKENS))
     generation = asyncio.run(_generation(backend))
@@ -71,9 +71,11 @@ def main() -> None:
     shared_tokens, shared_s = asyncio.run(_shared(agents))
     generation_rate = f"{statistics.median(generation):.1f} tokens/s"
     shared = f"{shared_tokens} tokens in {shared_s:.2f} s ({shared_tokens / shared_s:.1f} tokens/s)"
+    instances, threads = EmbeddedModelSettings().sizing()
     body = f"""
 SmolLM2-135M-Instruct Q4_1 (`{path.name}`, {path.stat().st_size / 1e6:.0f} MB) through
-llama-cpp-python, n_ctx 2048, {default_threads()} thread(s), greedy decoding; median of {RUNS}
+llama-cpp-python, n_ctx 2048, {instances} instance(s) of {threads} thread(s), greedy decoding;
+median of {RUNS}
 runs each. Loaded without llama.cpp's CPU extra buffer types (AMX/repacked weights), which
 segfault on batched prompts in this build. 1-minute load average when it finished:
 {os.getloadavg()[0]:.1f} (2 cores; above ~1 other processes were competing).

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 from pydantic import Field, TypeAdapter, ValidationError, field_validator
 
+from agent_agency.agents.settings import EmbeddedModelSettings
 from agent_agency.arbiter.settings import RoutingSettings
 from agent_agency.caws.settings import EvaluationSettings
 from agent_agency.pool.settings import PoolSettings, StorageSettings
@@ -83,6 +84,11 @@ class AgencyConfig(Section):
     run: RunSettings = Field(
         default_factory=RunSettings,
         description="what `agency run` takes and how its tasks run",
+    )
+    embedded: EmbeddedModelSettings = Field(
+        default_factory=EmbeddedModelSettings,
+        description="how local models (the embedded one, a .gguf file) are served: instances "
+        "and threads",
     )
     pool: PoolSettings = Field(
         default_factory=PoolSettings,

@@ -28,9 +28,10 @@ class RunSettings(Section):
         "where they hold fewer)",
     )
     concurrency: int = Field(
-        default=2,
+        default=4,
         gt=0,
-        description="tasks in flight at once; the embedded model still serves one call at a time",
+        description="tasks in flight at once: more than the model instances (`embedded`), so "
+        "grading one task overlaps generating another",
     )
     split: SplitChoice = Field(
         default="train",

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent_agency.agents.local import configure_embedded
 from agent_agency.agents.registry import build_backend
 from agent_agency.arbiter.arbiter import Arbiter, TaskOutcome, agent_slots
 from agent_agency.arbiter.router import ArmAggregate, Router
@@ -183,6 +184,7 @@ def build_arbiter(
     config: AgencyConfig, tasks: Sequence[Task], store: SqlStore, tracker: Tracker
 ) -> Arbiter:
     """The arbiter for `config`, its router warm-started from the pool's aggregates."""
+    configure_embedded(config.embedded)
     backends = {spec.key: build_backend(spec, tasks=tasks) for spec in config.team()}
     router = build_router(config, store)
     judge_specs = [config.agent(judge.agent) for judge in config.evaluation.judges]

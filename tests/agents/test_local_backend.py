@@ -8,8 +8,8 @@ from agent_agency.agents.local import (
     LocalBackend,
     embedded_model_path,
     fit_to_context,
+    model_instances,
     render_for_chat_template,
-    shared_model,
 )
 from agent_agency.records import AgentSpec, Message, ToolCall, ToolSpec
 
@@ -86,7 +86,7 @@ def test_one_short_completion_reports_tokens_and_model() -> None:
     assert completion.input_tokens > 0 and 0 < completion.output_tokens <= 8
     assert completion.model == "SmolLM2-135M-Instruct.Q4_1"
     assert completion.finish_reason in ("stop", "length")
-    assert shared_model(embedded_model_path()) is shared_model(embedded_model_path())
+    assert model_instances(embedded_model_path()) is model_instances(embedded_model_path())
 
 
 @pytest.mark.e2e

