@@ -136,3 +136,14 @@ def test_the_settings_reference_walks_every_section_with_descriptions_and_defaul
     assert '| `tags` | list of string, length ≥ 1 | `["x"]` |  |' in text
     assert "| `name` | string | required |  |" in text
     assert "| `inner` | Rule or null | `null` |  |" in text  # walked once, not without end
+
+
+def test_the_readme_test_command_is_what_ci_runs() -> None:
+    """The README's second command installs the same extras as `.ci/run` and runs pytest."""
+    first_block = (ROOT / "README.md").read_text(encoding="utf-8").split("```")[1]
+    test_command = first_block.strip().splitlines()[2]
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    install = re.search(r'^pip install -e "([^"]+)"', ci, re.MULTILINE)
+    assert install is not None
+    assert test_command == f'pip install -e "{install.group(1)}" && python -m pytest'
+    assert "\npython -m pytest\n" in ci
