@@ -1,0 +1,172 @@
+"""`agency report`: one self-contained HTML file whose panels plot what the pool holds, or say
+"no data yet"; opened in headless Chromium, it shows the plots and loads nothing."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agent_agency.caws.audit import AuditLog
+from agent_agency.cli.app import app
+from agent_agency.deploy.registry import VersionRegistry
+from agent_agency.pool.sql_store import SqlStore
+from agent_agency.pool.store import Store
+from agent_agency.report.svg import PALETTE
+from scripted_config import TWO_SCRIPTED_AGENTS
+
+runner = CliRunner()
+PANELS = (
+    "validations",
+    "heldout",
+    "routing",
+    "rewards",
+    "rollouts",
+    "health",
+    "trends",
+    "versions",
+)
+CHROMIUM = shutil.which("chromium")
+URL = re.compile(r"(?:https?|ftp|wss?)://", re.IGNORECASE)
+
+
+def _panel(page: str, anchor: str) -> str:
+    match = re.search(rf'<section class="panel" id="{anchor}">(.*?)</section>', page, re.S)
+    assert match is not None, f"panel {anchor} missing"
+    return match.group(1)
+
+
+def _self_contained(page: str) -> None:
+    assert URL.search(page) is None, URL.search(page)
+    assert not re.search(r"<(?:script|link|img|iframe|object|embed)\b", page, re.I)
+    assert not re.search(r"\b(?:src|href)\s*=", page, re.I)
+    assert "url(" not in page and "@import" not in page
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("AGENCY_CONFIG", raising=False)
+    (tmp_path / "agency.yaml").write_text(TWO_SCRIPTED_AGENTS, encoding="utf-8")
+    return tmp_path
+
+
+def _invoke(*args: str) -> str:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_an_empty_pool_says_no_data_yet_in_every_panel(workdir: Path) -> None:
+    Store.open(str(workdir / "agency.db")).close()
+    _invoke("report", "--out", "empty.html")
+    page = (workdir / "empty.html").read_text(encoding="utf-8")
+    for anchor in PANELS:
+        assert "no data yet" in _panel(page, anchor), anchor
+    assert '<svg class="plot"' not in page
+    _self_contained(page)
+
+
+def test_a_missing_database_is_an_error(workdir: Path) -> None:
+    result = runner.invoke(app, ["report", "--out", "r.html", "--db", "absent.db"])
+    assert result.exit_code == 2
+    assert not (workdir / "r.html").exists()
+
+
+@pytest.fixture
+def filled(workdir: Path) -> Path:
+    """A pool filled by scripted runs, a trained and validated version, a promotion."""
+    _invoke("run", "--tasks", "40", "--seed", "1")
+    _invoke("run", "--split", "heldout", "--tasks", "12", "--seed", "2")
+    _invoke(
+        "train", "--phase", "prompt", "--agent", "sim-good", "--minibatch", "4", "--candidates", "2"
+    )
+    _invoke("validate", "sim-good@2", "--tasks", "10")
+    _invoke(
+        "run",
+        "--agent",
+        "sim-good@2",
+        "--agent",
+        "sim-good",
+        "--agent",
+        "sim-poor",
+        "--tasks",
+        "30",
+        "--seed",
+        "3",
+    )
+    with Store.open(str(workdir / "agency.db"), create=False) as store:
+        assert isinstance(store, SqlStore)
+        # what a promotion by the deployment stage leaves: a status change and an audit entry
+        registry = VersionRegistry(store.engine)
+        registry.set_status("sim-good@2", "active", reason="validated better")
+        registry.set_status("sim-good@1", "retired", reason="replaced by sim-good@2")
+        AuditLog(store.engine).append(
+            "deployment",
+            "sim-good@2",
+            {"version": "sim-good@2", "status": "active", "reason": "validated better"},
+        )
+    _invoke("report", "--out", "report.html")
+    return workdir / "report.html"
+
+
+def test_a_filled_pool_plots_every_panel(filled: Path) -> None:
+    page = filled.read_text(encoding="utf-8")
+    _self_contained(page)
+    for anchor in PANELS[:6] + ("versions",):
+        panel = _panel(page, anchor)
+        assert "no data yet" not in panel, anchor
+    for anchor in PANELS[:6]:
+        assert '<svg class="plot"' in _panel(page, anchor), anchor
+    assert "sim-good@2" in _panel(page, "validations")
+    assert "audit #" in _panel(page, "rollouts")
+    assert "SIMULATION" in page
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)")
+def test_headless_chromium_shows_the_plots_and_loads_nothing(filled: Path, tmp_path: Path) -> None:
+    from PIL import Image
+
+    assert CHROMIUM is not None
+    base = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]
+    url = filled.resolve().as_uri()
+    net_log = tmp_path / "net.json"
+    shot = tmp_path / "shot.png"
+    subprocess.run(
+        [*base, "--window-size=1280,5000", f"--screenshot={shot}", f"--log-net-log={net_log}", url],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    dom = subprocess.run(
+        [*base, "--dump-dom", url], check=True, capture_output=True, text=True, timeout=120
+    ).stdout
+    # the DOM Chromium built holds the plots
+    assert dom.count('<svg class="plot"') >= 8
+    assert dom.count("<polyline") >= 2 and dom.count('class="interval"') >= 3
+    # the screenshot is not blank: many colours, much ink, the plots' own colours in quantity
+    image = Image.open(shot).convert("RGB")
+    colours = image.getcolors(maxcolors=1 << 24)
+    assert colours is not None
+    counts = {rgb: n for n, rgb in colours}
+    pixels = image.width * image.height
+    white = counts.get((255, 255, 255), 0) + counts.get((250, 250, 250), 0)
+    assert len(counts) > 100
+    assert pixels - white > 0.05 * pixels
+    for hex_colour in PALETTE[:2]:
+        rgb = tuple(int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
+        assert counts.get(rgb, 0) > 200, hex_colour
+    # nothing was fetched from a network: the page's requests are file:// only
+    requested = set(re.findall(r'"url":"([a-z-]+)://', net_log.read_text(encoding="utf-8")))
+    assert requested <= {"file"}, requested
