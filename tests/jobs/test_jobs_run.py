@@ -177,3 +177,13 @@ def test_periods() -> None:
     now = datetime(2026, 11, 27, 0, 5, tzinfo=UTC)
     assert last_finished("daily", now).label == "2026-11-26"
     assert last_finished("weekly", now).label == "2026-W47"
+
+
+def test_the_report_shows_the_latest_runs_trends(db: Path) -> None:
+    assert _run(db, "daily", "--period", DAY.isoformat())[0] == 0
+    result = runner.invoke(app, ["report", "--db", str(db), "--out", str(db.parent / "r.html")])
+    assert result.exit_code == 0, result.output
+    page = (db.parent / "r.html").read_text(encoding="utf-8")
+    trends = page[page.index('id="trends"') : page.index('id="versions"')]
+    assert f"daily:{DAY.isoformat()}" in trends
+    assert "quality: improving" in trends and "no data yet" not in trends

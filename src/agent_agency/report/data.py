@@ -20,7 +20,7 @@ from sqlalchemy import func, select
 
 from agent_agency.caws.audit import AuditLog
 from agent_agency.deploy.registry import VersionRegistry
-from agent_agency.jobs.run import stored_runs
+from agent_agency.jobs.run import JobResult, stored_runs
 from agent_agency.pool import schema
 from agent_agency.pool.queries import collection_metrics, simulated_agents
 from agent_agency.pool.sql_store import SqlStore
@@ -117,7 +117,6 @@ class DataHealth(_Model):
 
 
 class TrendRow(_Model):
-    run_id: str
     agent: str
     success_rate: str
     quality: str
@@ -136,6 +135,7 @@ class ReportData(_Model):
     rewards: RewardHistogram
     transitions: list[TransitionRow]
     health: DataHealth
+    latest_run: str | None  # the latest scheduled job run, whose trends `trends` holds
     trends: list[TrendRow]
 
 
@@ -143,6 +143,8 @@ def gather(store: SqlStore, database: str) -> ReportData:
     """Every figure the report shows, read from `store`."""
     registry = VersionRegistry(store.engine)
     versions = registry.list()
+    runs = stored_runs(store)
+    latest = runs[-1] if runs else None
     return ReportData(
         generated_at=utcnow(),
         database=database,
@@ -170,7 +172,8 @@ def gather(store: SqlStore, database: str) -> ReportData:
         rewards=reward_histogram(store),
         transitions=transitions(store, registry),
         health=data_health(store),
-        trends=trend_rows(store),
+        latest_run=latest.run_id if latest is not None else None,
+        trends=[] if latest is None else trend_rows(latest),
     )
 
 
@@ -352,15 +355,10 @@ def data_health(store: SqlStore) -> DataHealth:
     )
 
 
-def trend_rows(store: SqlStore) -> list[TrendRow]:
-    """The verdicts of the latest stored job run (daily or weekly), one row per version."""
-    runs = stored_runs(store)
-    if not runs:
-        return []
-    latest = runs[-1]
+def trend_rows(run: JobResult) -> list[TrendRow]:
+    """The verdicts of a stored job run, one row per version."""
     return [
         TrendRow(
-            run_id=latest.run_id,
             agent=report.agent,
             success_rate=report.trends.success_rate.trend,
             quality=report.trends.quality_score.trend,
@@ -371,5 +369,5 @@ def trend_rows(store: SqlStore) -> list[TrendRow]:
                 report.trends.latency.sentence(),
             ],
         )
-        for report in latest.feedback
+        for report in run.feedback
     ]

@@ -275,16 +275,23 @@ def _health(data: ReportData) -> str:
 
 def _trends(data: ReportData) -> str:
     title = "Trends (latest scheduled job run)"
-    if not data.trends:
+    if data.latest_run is None:
         return _panel("trends", title, _empty("no scheduled job has run (`agency jobs run daily`)"))
+    if not data.trends:
+        return _panel(
+            "trends",
+            title,
+            _empty(f"the latest run, {data.latest_run}, found no answers in its period"),
+        )
     rows = [
-        [t.run_id, t.agent, t.success_rate, t.quality, t.latency, " | ".join(t.evidence)]
-        for t in data.trends
+        [t.agent, t.success_rate, t.quality, t.latency, " | ".join(t.evidence)] for t in data.trends
     ]
     return _panel(
         "trends",
         title,
-        _table(["run", "version", "success", "quality", "latency", "evidence"], rows),
+        _table(["version", "success", "quality", "latency", "evidence"], rows),
+        f"{data.latest_run}: each metric against the stretch before the period (Welch test, "
+        "95% interval).",
     )
 
 

@@ -57,12 +57,12 @@ def _text(
     )
 
 
-def _frame(title: str, body: list[str]) -> str:
+def _frame(title: str, body: list[str], height: float = HEIGHT) -> str:
     return (
-        f'<svg class="plot" viewBox="0 0 {WIDTH} {HEIGHT}" '
-        f'width="{WIDTH}" height="{HEIGHT}" role="img" font-family="sans-serif">'
+        f'<svg class="plot" viewBox="0 0 {WIDTH} {height:.0f}" '
+        f'width="{WIDTH}" height="{height:.0f}" role="img" font-family="sans-serif">'
         f"<title>{escape(title)}</title>"
-        f'<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="#ffffff"/>'
+        f'<rect x="0" y="0" width="{WIDTH}" height="{height:.0f}" fill="#ffffff"/>'
         + "".join(body)
         + "</svg>"
     )
@@ -235,14 +235,15 @@ def grouped_bars(
 
 
 def horizontal_bars(title: str, values: Mapping[str, float], *, unit: str) -> str:
-    """One labelled bar per entry, longest scale at the largest value."""
+    """One labelled bar per entry under a caption, the longest bar the largest value; as tall
+    as its entries need."""
     names = list(values)
     largest = max(values.values(), default=0) or 1
-    row = min(28.0, (HEIGHT - TOP - 20) / max(1, len(names)))
+    row, top = 24.0, 30.0
     left, span = 170, WIDTH - 170 - 80
-    body: list[str] = []
+    body: list[str] = [_text(8, 18, title, anchor="start", size=12, extra='font-weight="bold"')]
     for index, name in enumerate(names):
-        y = TOP + index * row
+        y = top + index * row
         length = span * values[name] / largest
         body.append(_text(left - 8, y + row * 0.65, name, anchor="end", size=11))
         body.append(
@@ -258,7 +259,7 @@ def horizontal_bars(title: str, values: Mapping[str, float], *, unit: str) -> st
                 size=10,
             )
         )
-    return _frame(title, body)
+    return _frame(title, body, height=top + row * len(names) + 10)
 
 
 def timeline(title: str, events: Sequence[tuple[datetime, str, str]]) -> str:
@@ -268,18 +269,17 @@ def timeline(title: str, events: Sequence[tuple[datetime, str, str]]) -> str:
     first = min(at for at, _, _ in events)
     last = max(at for at, _, _ in events)
     seconds = max((last - first).total_seconds(), 1.0)
-    row = min(26.0, (HEIGHT - TOP - BOTTOM) / max(1, len(keys)))
+    row = 26.0
+    height = max(TOP + row * len(keys) + 40, TOP + 16 * len(STATUS_COLOURS) + 20)
+    base = height - 30  # the time axis
     span = WIDTH - LEFT - RIGHT - 60
     left = LEFT + 60
     body: list[str] = [
-        f'<line x1="{left}" y1="{HEIGHT - BOTTOM}" x2="{left + span}" y2="{HEIGHT - BOTTOM}" '
-        'stroke="#333"/>',
-        _text(
-            left, HEIGHT - BOTTOM + 16, first.strftime("%Y-%m-%d %H:%M"), anchor="start", size=10
-        ),
+        f'<line x1="{left}" y1="{base}" x2="{left + span}" y2="{base}" stroke="#333"/>',
+        _text(left, base + 16, first.strftime("%Y-%m-%d %H:%M"), anchor="start", size=10),
         _text(
             left + span,
-            HEIGHT - BOTTOM + 16,
+            base + 16,
             last.strftime("%Y-%m-%d %H:%M"),
             anchor="end",
             size=10,
@@ -301,4 +301,4 @@ def timeline(title: str, events: Sequence[tuple[datetime, str, str]]) -> str:
         )
     statuses = [s for s in STATUS_COLOURS if any(status == s for _, _, status in events)]
     body.extend(_legend(statuses, [STATUS_COLOURS[s] for s in statuses]))
-    return _frame(title, body)
+    return _frame(title, body, height=height)
