@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import Counter, defaultdict
 from datetime import datetime, timedelta
 from typing import Any
@@ -19,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import func, select
 
 from agent_agency.caws.audit import AuditLog
-from agent_agency.deploy.registry import VersionRegistry
+from agent_agency.deploy.registry import Lineage, VersionRegistry
 from agent_agency.jobs.run import JobResult, stored_runs
 from agent_agency.pool import schema
 from agent_agency.pool.queries import collection_metrics, simulated_agents
@@ -27,6 +28,10 @@ from agent_agency.pool.sql_store import SqlStore
 from agent_agency.records import to_utc, utcnow
 
 Z95 = 1.959963984540054
+LOOP_RUN_ID = re.compile(
+    r"[0-9a-f]{32}-(\d+)"
+)  # a training run of `agency loop`: <loop id>-<cycle>
+SAME_TRANSITION = timedelta(seconds=5)  # a history step and its audit entry are this close
 REWARD_BINS = 10
 MAX_TIME_BUCKETS = 48
 # Widths a routing-share bucket may take, smallest first: the first giving at most
@@ -157,7 +162,7 @@ def gather(store: SqlStore, database: str) -> ReportData:
                 parent=v.parent,
                 status=v.status,
                 phase=v.lineage.phase,
-                cycle=_cycle(v.lineage.config),
+                cycle=cycle_of(v.lineage),
                 created_at=v.created_at,
             )
             for v in versions
@@ -165,7 +170,7 @@ def gather(store: SqlStore, database: str) -> ReportData:
         validations=[
             validation
             for v in versions
-            for validation in _validations(v.key, _cycle(v.lineage.config), v.lineage.metrics)
+            for validation in _validations(v.key, cycle_of(v.lineage), v.lineage.metrics)
         ],
         heldout=heldout_estimates(store),
         routing=routing_shares(store),
@@ -177,9 +182,15 @@ def gather(store: SqlStore, database: str) -> ReportData:
     )
 
 
-def _cycle(config: dict[str, Any]) -> int | None:
-    cycle = config.get("cycle")
-    return cycle if isinstance(cycle, int) and not isinstance(cycle, bool) else None
+def cycle_of(lineage: Lineage) -> int | None:
+    """The loop cycle that made a version: its lineage config's `cycle`, else the number ending
+    its training run's id when the loop named it (`<loop id>-<cycle>`); None for a version made
+    outside a loop."""
+    cycle = lineage.config.get("cycle")
+    if isinstance(cycle, int) and not isinstance(cycle, bool):
+        return cycle
+    named = LOOP_RUN_ID.fullmatch(lineage.run_id or "")
+    return int(named.group(1)) if named else None
 
 
 def _validations(key: str, cycle: int | None, metrics: dict[str, Any]) -> list[Validation]:
@@ -303,7 +314,9 @@ def reward_histogram(store: SqlStore) -> RewardHistogram:
 
 
 def transitions(store: SqlStore, registry: VersionRegistry) -> list[TransitionRow]:
-    """Every status change in the versions' histories, and every `deployment` audit entry."""
+    """Every status change in the versions' histories, joined with the `deployment` audit entry
+    that recorded it (same version and status, within seconds); an audit entry matching no
+    history step is a row of its own."""
     rows = [
         TransitionRow(
             at=to_utc(step.at), key=v.key, status=step.status, reason=step.reason, source="registry"
@@ -313,13 +326,27 @@ def transitions(store: SqlStore, registry: VersionRegistry) -> list[TransitionRo
     ]
     for entry in AuditLog(store.engine).entries("deployment"):
         payload = json.loads(entry.payload)
+        key = str(payload.get("version", entry.record_id.partition("#")[0]))
+        status = str(payload.get("to", payload.get("status", "deployment")))
+        at = to_utc(entry.created_at)
+        source = f"audit #{entry.seq}" + (f" ({payload['actor']})" if "actor" in payload else "")
+        match = next(
+            (
+                row
+                for row in rows
+                if row.key == key
+                and row.status == status
+                and row.source == "registry"
+                and abs(row.at - at) <= SAME_TRANSITION
+            ),
+            None,
+        )
+        if match is not None:
+            match.source = f"registry, {source}"
+            continue
         rows.append(
             TransitionRow(
-                at=to_utc(entry.created_at),
-                key=str(payload.get("version", payload.get("key", entry.record_id))),
-                status=str(payload.get("status", payload.get("action", "deployment"))),
-                reason=str(payload.get("reason", "")),
-                source=f"audit #{entry.seq}",
+                at=at, key=key, status=status, reason=str(payload.get("reason", "")), source=source
             )
         )
     return sorted(rows, key=lambda row: (row.at, row.source))
