@@ -11,11 +11,13 @@ from tests.export.export_points import make_point
 from typer.testing import CliRunner
 
 from agent_agency.cli.app import app
+from agent_agency.deploy.registry import Lineage, VersionRegistry
 from agent_agency.jobs.periods import last_finished, period_of
 from agent_agency.jobs.run import PeriodNotOver, run_job, stored_run
 from agent_agency.pool import schema
 from agent_agency.pool.sql_store import SqlStore
 from agent_agency.pool.store import Store
+from agent_agency.records import AgentSpec
 from agent_agency.training_settings import TrainingSettings
 
 runner = CliRunner()
@@ -187,3 +189,21 @@ def test_the_report_shows_the_latest_runs_trends(db: Path) -> None:
     trends = page[page.index('id="trends"') : page.index('id="versions"')]
     assert f"daily:{DAY.isoformat()}" in trends
     assert "quality: improving" in trends and "no data yet" not in trends
+
+
+def test_a_weekly_run_measures_the_versions_trained_in_its_week(db: Path) -> None:
+    week = period_of("weekly", TODAY)  # the versions below are made now, in this week
+    with Store.open(str(db), create=False) as store:
+        assert isinstance(store, SqlStore)
+        registry = VersionRegistry(store.engine)
+        spec = AgentSpec(name="direct", backend="scripted")
+        registry.seed([spec])
+        registry.register(spec, parent="direct@1", lineage=Lineage(phase="prompt"))
+        registry.record_metrics("direct@2", {"validation_against_direct@1": {"verdict": "better"}})
+        result, new = run_job(
+            store, TrainingSettings(), week, batch_dir=db.parent, now=week.end + timedelta(hours=1)
+        )
+    assert new
+    (trained,) = result.trained  # the configured direct@1 is no trained version
+    assert (trained.key, trained.parent, trained.phase) == ("direct@2", "direct@1", "prompt")
+    assert trained.validations == {"validation_against_direct@1": {"verdict": "better"}}
