@@ -34,6 +34,7 @@ STATUS_COLOURS = {
     "rolled-back": "#e15759",
 }
 TICKS = 5
+LEGEND_ROWS = (HEIGHT - TOP - 10) // 16  # legend entries that fit beside a plot
 
 
 @dataclass(frozen=True)
@@ -126,8 +127,15 @@ def _x_labels(xs: Sequence[float], labels: Sequence[str]) -> list[str]:
 
 
 def _legend(names: Sequence[str], colours: Sequence[str]) -> list[str]:
+    """A swatch and name per series, as many as fit beside the plot, then how many more."""
     parts: list[str] = []
-    for index, (name, fill) in enumerate(zip(names, colours, strict=True)):
+    shown = len(names) if len(names) <= LEGEND_ROWS else LEGEND_ROWS - 1
+    if shown < len(names):
+        y = TOP + 8 + 16 * shown
+        parts.append(
+            _text(WIDTH - RIGHT + 12, y + 1, f"+{len(names) - shown} more", anchor="start", size=10)
+        )
+    for index, (name, fill) in enumerate(zip(names[:shown], colours[:shown], strict=True)):
         y = TOP + 8 + 16 * index
         parts.append(
             f'<rect x="{WIDTH - RIGHT + 12}" y="{y - 8}" width="10" height="10" fill="{fill}"/>'
