@@ -8,3 +8,15 @@ agents:
     skills: {"*": 0.9}
     capabilities: [text, code, math, extraction, classification, tools]
 """
+
+TWO_SCRIPTED_AGENTS = """
+agents:
+  - name: sim-good
+    backend: scripted
+    skills: {"*": 0.9}
+    capabilities: [text, code, math, extraction, classification, tools]
+  - name: sim-poor
+    backend: scripted
+    skills: {"*": 0.3}
+    capabilities: [text, code, math, extraction, classification, tools]
+"""

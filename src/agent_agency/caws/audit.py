@@ -204,6 +204,16 @@ class AuditLog:
                 found.update(connection.execute(query).scalars())
         return found
 
+    def entries(self, kind: str | None = None) -> list[AuditEntry]:
+        """The entries (of `kind`), oldest first, as stored: for reading, not verifying."""
+        query = select(audit_log).order_by(audit_log.c.seq)
+        if kind is not None:
+            query = query.where(audit_log.c.kind == kind)
+        with self.engine.connect() as connection:
+            return [
+                AuditEntry.model_validate(dict(row)) for row in connection.execute(query).mappings()
+            ]
+
     def head_hash(self) -> str:
         """The newest entry's hash (`GENESIS_HASH` while the log is empty)."""
         with self.engine.connect() as connection:

@@ -20,6 +20,7 @@ from agent_agency.cli.audit import audit_app
 from agent_agency.cli.db import db_app
 from agent_agency.cli.export import export, feedback
 from agent_agency.cli.forget import forget
+from agent_agency.cli.jobs import jobs_app
 from agent_agency.cli.options import (
     AgencyGroup,
     ConfigOption,
@@ -37,6 +38,7 @@ from agent_agency.cli.options import (
     sigterm_raises,
 )
 from agent_agency.cli.pool import pool_app
+from agent_agency.cli.report import report
 from agent_agency.cli.routing import routing_app
 from agent_agency.cli.train import train
 from agent_agency.cli.validate import validate
@@ -64,8 +66,10 @@ app.add_typer(pool_app, name="pool", no_args_is_help=True)
 app.add_typer(routing_app, name="routing", no_args_is_help=True)
 app.add_typer(audit_app, name="audit", no_args_is_help=True)
 app.add_typer(db_app, name="db", no_args_is_help=True)
+app.add_typer(jobs_app, name="jobs", no_args_is_help=True)
 app.command()(train)
 app.command()(validate)
+app.command()(report)
 
 
 @config_app.command("show")

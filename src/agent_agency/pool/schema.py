@@ -313,6 +313,22 @@ feedback = Table(
     Index("ix_feedback_task_id", "task_id"),
 )
 
+# Scheduled job runs (`agency jobs run daily|weekly`), one per kind and period (`daily:2026-11-26`,
+# `weekly:2026-W48`): what the run found, so running a period again does nothing new.
+job_runs = Table(
+    "job_runs",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("kind", String(20), nullable=False),
+    Column("period_start", Timestamp, nullable=False),
+    Column("period_end", Timestamp, nullable=False),
+    Column("started_at", Timestamp, nullable=False),
+    Column("finished_at", Timestamp, nullable=False),
+    Column("result", Json, nullable=False),  # aggregates, trends, feedback, queued batches
+    Index("ix_job_runs_kind_period", "kind", "period_start"),
+)
+
+
 def fit_column(value: str, length: int) -> str:
     """`value` if it fits a column of `length` characters, else its head plus a digest of it.
 

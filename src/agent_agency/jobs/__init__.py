@@ -1,0 +1,1 @@
+"""Scheduled work: the daily and weekly jobs (`agency jobs run daily|weekly`)."""

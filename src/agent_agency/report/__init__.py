@@ -1,0 +1,1 @@
+"""`agency report`: one self-contained HTML file of plots about the loop (data, then rendering)."""
