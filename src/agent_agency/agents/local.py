@@ -31,6 +31,10 @@ from agent_agency.records import EMBEDDED_MODEL, AgentSpec, Completion, Message,
 
 EMBEDDED_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CONTEXT_TOKENS = 2048
+# The longest prompt a run hands the embedded model: twice what its context holds at about four
+# characters a token. A longer one is refused before any model call (`agency run` says which
+# task), instead of being tokenized (seconds for megabytes) only to be cut down to the context.
+MAX_PROMPT_CHARS = CONTEXT_TOKENS * 8
 SEED = 1234
 # Chat-template tokens around each message (ChatML: "<|im_start|>role\n" ... "<|im_end|>\n").
 MESSAGE_OVERHEAD_TOKENS = 6
@@ -230,7 +234,18 @@ class LocalBackend:
         model = await asyncio.to_thread(shared_model, *key)
         prompt = self._prompt(messages, tools or [])
         started = time.perf_counter()
-        response = await asyncio.to_thread(self._generate, model, key, prompt, decoding)
+        # A cancelled await (the task's time limit, the run stopped) leaves the thread behind: the
+        # event tells it not to start the model once it gets the lock, so that a call queued
+        # behind others never runs for a task that is over. (A call already under way finishes:
+        # llama.cpp's chat completion cannot be interrupted; the prompt bound keeps it short.)
+        cancelled = threading.Event()
+        try:
+            response = await asyncio.to_thread(
+                self._generate, model, key, prompt, decoding, cancelled
+            )
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
         latency_ms = (time.perf_counter() - started) * 1000.0
         choice = response["choices"][0]
         text = (choice["message"].get("content") or "").strip()
@@ -261,13 +276,21 @@ class LocalBackend:
         return rendered
 
     @staticmethod
-    def _generate(model: Any, key: ModelKey, prompt: list[Message], decoding: Decoding) -> Any:
+    def _generate(
+        model: Any,
+        key: ModelKey,
+        prompt: list[Message],
+        decoding: Decoding,
+        cancelled: threading.Event,
+    ) -> Any:
         reserve = min(decoding.max_tokens, CONTEXT_TOKENS // 2)
 
         def count_tokens(text: str) -> int:
             return len(model.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
         with _GENERATION_LOCKS[key]:
+            if cancelled.is_set():  # while it waited for the lock
+                raise BackendError("the call was cancelled before the model ran")
             fitted = fit_to_context(prompt, count_tokens, CONTEXT_TOKENS - reserve)
             try:
                 return model.create_chat_completion(
