@@ -166,3 +166,22 @@ def test_a_long_number_through_the_cli_exits_2(
 def test_a_date_as_a_key_is_read_as_its_text(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, "routing:\n  per_task_type: {2024-01-31: ucb1}\n"))
     assert config.routing.strategy_for("2024-01-31") is RoutingStrategy.UCB1
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "reason"),
+    [
+        ('run:\n  summary_json: "run\\0.json"\n', "run.summary_json", "contains a NUL character"),
+        (
+            'run:\n  summary_json: "run\\ud800.json"\n',
+            "run.summary_json",
+            "lone surrogate (U+D800)",
+        ),
+        ('"a\\0": 1\n', "(top level)", "a key contains a NUL character"),
+    ],
+)
+def test_text_no_database_can_store_is_a_field_error(
+    tmp_path: Path, text: str, field: str, reason: str
+) -> None:
+    message = refusal(write(tmp_path, text))
+    assert f"  {field}: " in message and reason in message, message

@@ -307,3 +307,42 @@ def test_the_summary_json_names_the_database_without_its_password(tmp_path: Path
     written = (tmp_path / "summary.json").read_text()
     assert "s3cret" not in written
     assert json.loads(written)["database"] == "postgresql+psycopg://someone:***@db.example/pool"
+
+
+def test_a_prompt_longer_than_the_agents_take_fails_before_any_model_call(tmp_path: Path) -> None:
+    """A 5 MB prompt once ran 250 s against a 120 s limit on the embedded model: refused before
+    the run, naming the task and the bound, for the embedded model's context and for the
+    configured size alike."""
+    mine = tmp_path / "mine.jsonl"
+    task = {
+        "id": "huge",
+        "type": "arithmetic",
+        "grader": {"kind": "exact-number", "reference": {"answer": 2}},
+    }
+    lines = [
+        {**task, "prompt": "What is 1 plus 1? " + "x" * 20_000},
+        {**task, "id": "fine", "prompt": "What is 1 plus 1?"},
+    ]
+    mine.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    local = parse_config({})  # the default team runs on the embedded model
+    with pytest.raises(ValueError) as caught:
+        RunRequest(local, suite_files=[mine]).prepare()
+    assert str(caught.value) == (
+        "task huge: prompt: 20,018 characters: longer than the 16,384 characters this run's "
+        "agents take (twice what the embedded model's context of 2,048 tokens holds); shorten "
+        "the prompt, or leave the task out"
+    )
+    served = parse_config(
+        {
+            "agents": [{"name": "big", "backend": "openai_compat", "model": "m"}],
+            "run": {"agents": ["big"], "max_prompt_chars": 1_000},
+        }
+    )
+    with pytest.raises(
+        ValueError, match=r"longer than the 1,000 characters .*\(run.max_prompt_chars\)"
+    ):
+        RunRequest(served, suite_files=[mine]).prepare()
+    roomy = served.model_copy(
+        update={"run": served.run.model_copy(update={"max_prompt_chars": 100_000})}
+    )
+    assert len(RunRequest(roomy, suite_files=[mine]).prepare().tasks) == 2

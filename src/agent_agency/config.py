@@ -27,7 +27,9 @@ from agent_agency.caws.settings import EvaluationSettings
 from agent_agency.pool.settings import PoolSettings, StorageSettings
 from agent_agency.records import AgentSpec
 from agent_agency.run_settings import RunSettings
+from agent_agency.sandbox.settings import SandboxSettings
 from agent_agency.sections import ConfigError, Problem, Section, cross_field_check, problems_of
+from agent_agency.storable_text import storable, unstorable_reason
 from agent_agency.training_settings import TrainingSettings
 
 DEFAULT_CONFIG_FILE = "agency.yaml"
@@ -98,6 +100,10 @@ class AgencyConfig(Section):
         default_factory=TrainingSettings,
         description="training from the pool: the profile of each phase's prerequisites, and "
         "turn-level credit",
+    )
+    sandbox: SandboxSettings = Field(
+        default_factory=SandboxSettings,
+        description="where generated code runs: whether it may run where no isolation is possible",
     )
 
     @field_validator("agents", mode="before")
@@ -267,10 +273,16 @@ class _LongNumber:
 
 def _readable(node: Any, path: str, unread: list[Problem]) -> Any:
     """`node` with each number too long to read replaced by null (and a problem for it added to
-    `unread`), and each mapping key JSON has no form for (a date) replaced by its text."""
+    `unread`), and each mapping key JSON has no form for (a date) replaced by its text. Text no
+    database can store (a NUL, a lone surrogate: YAML's "\\0" and "\\ud800") is a problem
+    too, as everywhere a person supplies text (`storable_text`)."""
     if isinstance(node, _LongNumber):
         unread.append((path, str(node)))
         return None
+    if isinstance(node, str):
+        if (reason := unstorable_reason(node)) is not None:
+            unread.append((path, reason))
+        return storable(node)
     if isinstance(node, list):
         return [_readable(item, _joined(path, index), unread) for index, item in enumerate(node)]
     if not isinstance(node, dict):
@@ -279,6 +291,9 @@ def _readable(node: Any, path: str, unread: list[Problem]) -> Any:
     for key, value in node.items():
         if isinstance(key, _LongNumber):
             unread.append((path, f"a key is {key}"))
+            continue
+        if isinstance(key, str) and (reason := unstorable_reason(key)) is not None:
+            unread.append((path, f"a key {reason}"))
             continue
         name = key if key is None or isinstance(key, str | int | float | bool) else str(key)
         readable[name] = _readable(value, _joined(path, name), unread)

@@ -13,8 +13,17 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import ErrorDetails, PydanticCustomError
+
+from agent_agency.storable_text import storable, storable_json, unstorable_at
 
 
 def new_id() -> str:
@@ -180,6 +189,15 @@ class Task(Record):
     )
     metadata: JsonObject = Field(default_factory=dict)
 
+    @model_validator(mode="after")
+    def _storable_text(self) -> Task:
+        # A person wrote it: refused, naming the field, rather than stored altered
+        # (storable_text's rule).
+        found = unstorable_at(self.model_dump(mode="python"))
+        if found is not None:
+            raise invalid(found[1], field=found[0])
+        return self
+
 
 PROMPT_CHARS_KEY = "prompt_chars"
 """Key in `RoutingDecision.context` that holds the prompt length (other keys are Task.features)."""
@@ -214,7 +232,9 @@ class ToolCall(Record):
 
 
 class Completion(Record):
-    """What a backend returns for one model call."""
+    """What a backend returns for one model call. A model may emit text no database can store
+    (a NUL, a lone surrogate from a JSON escape): each such character of its text is replaced by
+    U+FFFD (storable_text's rule), so that everything made from it can be stored."""
 
     text: str
     tool_calls: list[ToolCall] = Field(default_factory=list)
@@ -223,6 +243,25 @@ class Completion(Record):
     latency_ms: LatencyMs
     model: str
     finish_reason: str | None = None
+
+    @field_validator("text", "model", "finish_reason", mode="after")
+    @classmethod
+    def _storable_text(cls, text: str | None) -> str | None:
+        return None if text is None else storable(text)
+
+    @field_validator("tool_calls", mode="after")
+    @classmethod
+    def _storable_calls(cls, calls: list[ToolCall]) -> list[ToolCall]:
+        return [
+            call
+            if unstorable_at(call.model_dump()) is None
+            else ToolCall(
+                id=storable(call.id),
+                name=storable(call.name),
+                arguments=storable_json(call.arguments),
+            )
+            for call in calls
+        ]
 
 
 EMBEDDED_MODEL = "SmolLM2-135M-Instruct"

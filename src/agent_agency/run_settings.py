@@ -49,6 +49,13 @@ class RunSettings(Section):
         gt=0,
         description="seconds one task may take, every attempt, tool call and fallback included",
     )
+    max_prompt_chars: int = Field(
+        default=100_000,
+        gt=0,
+        description="longest task prompt a run takes, in characters: a longer one stops the run "
+        "before any model call, naming the task (the embedded model takes at most 16,384, twice "
+        "what its context of 2,048 tokens holds)",
+    )
     max_tool_turns: int = Field(
         default=3,
         ge=1,

@@ -17,10 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_agency.agents.local import configure_embedded
+from agent_agency.agents.local import CONTEXT_TOKENS as LOCAL_CONTEXT_TOKENS
+from agent_agency.agents.local import MAX_PROMPT_CHARS as LOCAL_MAX_PROMPT_CHARS
 from agent_agency.agents.registry import build_backend
 from agent_agency.arbiter.arbiter import Arbiter, TaskOutcome, agent_slots
 from agent_agency.arbiter.router import ArmAggregate, Router
-from agent_agency.caws.audit import AuditLog
+from agent_agency.caws.audit import AuditLog, audit_key
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.caws.judges import FailingJudge, Judge, failing_judges
 from agent_agency.config import AgencyConfig
@@ -28,6 +30,7 @@ from agent_agency.pool.arm_totals import AgentTaskSummary
 from agent_agency.pool.engine import shown_url
 from agent_agency.pool.sql_store import SqlStore
 from agent_agency.pool.store import Store
+from agent_agency.privacy.tenant_secret import load_tenant_secret
 from agent_agency.records import AgentSpec, Task, check_task_features, utcnow
 from agent_agency.tasks import load_builtin, load_suite_files, select_tasks
 from agent_agency.tracking.tracker import Tracker
@@ -119,7 +122,28 @@ class RunRequest:
         tasks = select_tasks(pool, run.tasks, run.seed)
         for task in tasks:
             check_task_features(task)
+        check_prompt_sizes(tasks, self.config)
         return PreparedRun(config=self.config, tasks=tasks)
+
+
+def check_prompt_sizes(tasks: Sequence[Task], config: AgencyConfig) -> None:
+    """`ValueError` naming the tasks whose prompt is longer than the run's agents take
+    (`run.max_prompt_chars`, and the embedded model's bound where a local agent runs): refused
+    before any model call, rather than a model call that runs past every time limit."""
+    limit, why = config.run.max_prompt_chars, "run.max_prompt_chars"
+    if any(spec.backend == "local" for spec in config.team()) and limit > LOCAL_MAX_PROMPT_CHARS:
+        limit = LOCAL_MAX_PROMPT_CHARS
+        why = f"twice what the embedded model's context of {LOCAL_CONTEXT_TOKENS:,} tokens holds"
+    too_long = [task for task in tasks if len(task.prompt) > limit]
+    if too_long:
+        shown = "; ".join(
+            f"task {task.id}: prompt: {len(task.prompt):,} characters" for task in too_long[:3]
+        )
+        more = f" and {len(too_long) - 3} more" if len(too_long) > 3 else ""
+        raise ValueError(
+            f"{shown}{more}: longer than the {limit:,} characters this run's agents take ({why}); "
+            "shorten the prompt, or leave the task out"
+        )
 
 
 @dataclass
@@ -205,7 +229,12 @@ def build_arbiter(
             )
         )
     database = store.sqlite_file
-    evaluator = Evaluator(config.evaluation, judges, databases=[database] if database else [])
+    evaluator = Evaluator(
+        config.evaluation,
+        judges,
+        databases=[database] if database else [],
+        allow_unisolated=config.sandbox.allow_unisolated,
+    )
     return Arbiter(
         config,
         backends=backends,
@@ -241,7 +270,7 @@ async def execute_run(
     started = time.perf_counter()
     store = Store.open(config.storage.url, config.pool)
     try:
-        audit = AuditLog(store.engine)
+        audit = AuditLog(store.engine, audit_key(load_tenant_secret(config.pool)))
         tracker = Tracker(
             store,
             batch_size=config.storage.batch_size,

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import Engine, insert, text
 from typer.testing import CliRunner
 
-from agent_agency.caws.audit import GENESIS_HASH, AuditLog, canonical_json, entry_hash
+from agent_agency.caws.audit import GENESIS_HASH, AuditLog, audit_key, canonical_json, entry_hash
 from agent_agency.cli.audit import audit_app
 from agent_agency.pool.engine import make_engine
 from agent_agency.pool.migrate import upgrade
@@ -32,8 +32,19 @@ def engine(db_url: str) -> Iterator[Engine]:
     engine.dispose()
 
 
-def filled(engine: Engine, entries: int = 6) -> AuditLog:
-    log = AuditLog(engine)
+SECRET = "audit-chain-test-secret"
+KEY = audit_key(SECRET.encode())  # what the CLI derives from $AGENCY_TENANT_SECRET
+
+
+@pytest.fixture(autouse=True)
+def tenant_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENCY_TENANT_SECRET", SECRET)
+
+
+def filled(engine: Engine, entries: int = 6, key: bytes | None = None) -> AuditLog:
+    """`entries` entries in two appends; with `key`, each append closed by a checkpoint (two
+    more entries: the 2nd and the last)."""
+    log = AuditLog(engine, key)
     log.append("routing", "decision-1", {"selected_agent": "direct", "confidence": 0.7})
     log.append_many(
         ("evaluation", f"evaluation-{i}", {"overall_score": i / 10, "gates": ["tests-pass"]})
@@ -279,11 +290,11 @@ def test_appending_after_verification_continues_the_chain(engine: Engine) -> Non
 
 
 def test_cli_verify_reports_intact_and_broken_chains(db_url: str, engine: Engine) -> None:
-    filled(engine)
+    filled(engine, key=KEY)
     runner = CliRunner()
     ok = runner.invoke(audit_app, ["verify", "--db", db_url])
     assert ok.exit_code == 0, ok.output
-    assert "intact" in ok.output and "6 entries" in ok.output
+    assert "intact" in ok.output and "8 entries" in ok.output
     assert "Nothing is audited yet" not in ok.output
     sql(engine, "DELETE FROM audit_log WHERE seq = 2")
     broken = runner.invoke(audit_app, ["verify", "--db", db_url])
@@ -304,14 +315,14 @@ def test_cli_verify_of_an_empty_trail_says_what_gets_audited(tmp_path: Path) -> 
 
 
 def test_cli_verify_checks_an_expected_head(db_url: str, engine: Engine) -> None:
-    head = filled(engine).head_hash()
+    head = filled(engine, key=KEY).head_hash()
     runner = CliRunner()
     ok = runner.invoke(audit_app, ["verify", "--db", db_url, "--expect-head", head])
     assert ok.exit_code == 0, ok.output
     assert "it holds the expected head" in ok.output
     upper = runner.invoke(audit_app, ["verify", "--db", db_url, "--expect-head", head.upper()])
     assert upper.exit_code == 0, upper.output
-    sql(engine, "DELETE FROM audit_log WHERE seq = 6")
+    sql(engine, "DELETE FROM audit_log WHERE seq = 8")
     cut = runner.invoke(audit_app, ["verify", "--db", db_url, "--expect-head", head])
     assert cut.exit_code == 1 and "Audit chain broken: no entry has the expected head" in cut.output
     assert "rewritten or cut short" in cut.output and "at entry" not in cut.output
@@ -321,7 +332,7 @@ def test_cli_verify_checks_an_expected_head(db_url: str, engine: Engine) -> None
 
 
 def test_cli_verify_reports_an_edited_timestamp(db_url: str, engine: Engine) -> None:
-    filled(engine)
+    filled(engine, key=KEY)
     sql(engine, "UPDATE audit_log SET created_at = 'garbage' WHERE seq = 2")
     result = CliRunner().invoke(audit_app, ["verify", "--db", db_url])
     assert result.exit_code == 1, result.output

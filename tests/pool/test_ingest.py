@@ -3,6 +3,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import hmac
+import json
 from datetime import timedelta, timezone
 from typing import Any
 
@@ -13,7 +14,11 @@ from sqlalchemy import func, select
 from agent_agency.data_point import DataPoint
 from agent_agency.pool import schema
 from agent_agency.pool import sql_store as store_module
-from agent_agency.pool.prepare import collector_paused
+from agent_agency.pool.prepare import (
+    QUARANTINE_EXCERPT_CHARS,
+    QUARANTINE_MAX_CHARS,
+    collector_paused,
+)
 from agent_agency.pool.queries import BatchCriteria, get_batch
 from agent_agency.pool.reward_budget import BUDGET_EXHAUSTED
 from agent_agency.pool.settings import PoolSettings
@@ -218,3 +223,17 @@ def test_timestamps_are_stored_and_read_back_in_utc(store: Store) -> None:
     read = get_batch(store, BatchCriteria())
     assert [point.timestamp for point in read] == [T0, T0]
     assert all(point.timestamp.utcoffset() == timedelta(0) for point in read)
+
+
+def test_a_huge_rejected_line_is_kept_as_an_excerpt_with_its_size_and_hash(store: Store) -> None:
+    """A 50 MB garbage line was once kept whole in quarantine; a line past the bound is kept as
+    its start, its size and its SHA-256."""
+    line = "garbage " * (QUARANTINE_MAX_CHARS // 8 + 1000)
+    report = store.ingest([line], strict=False)
+    assert report.quarantined == 1
+    with store.engine.connect() as connection:
+        [payload] = connection.scalars(select(schema.quarantine.c.payload)).all()
+    kept = payload if isinstance(payload, dict) else json.loads(payload)
+    assert kept["excerpt"] == line[:QUARANTINE_EXCERPT_CHARS]
+    assert kept["size_bytes"] == len(line)
+    assert kept["sha256"] == hashlib.sha256(line.encode()).hexdigest()

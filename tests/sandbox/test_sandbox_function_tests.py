@@ -255,12 +255,21 @@ def search():
             except OSError:
                 pass
         try:
-            for fd in os.listdir(f"/proc/{entry}/fd"):
-                with open(f"/proc/{entry}/fd/{fd}", "rb") as handle:
-                    if found_in(handle.read()):
-                        places.append(f"/proc/{entry}/fd/{fd}")
+            descriptors = os.listdir(f"/proc/{entry}/fd")
         except OSError:
-            pass
+            descriptors = []
+        for fd in descriptors:  # each one it may open (without root, its own pipes too)
+            try:
+                opened = os.open(f"/proc/{entry}/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK)
+            except OSError:
+                continue
+            try:
+                if found_in(os.read(opened, 1 << 20)):
+                    places.append(f"/proc/{entry}/fd/{fd}")
+            except OSError:
+                pass
+            finally:
+                os.close(opened)
     for fd in range(3, 64):
         try:
             os.lseek(fd, 0, 0)

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sandbox_probes import live_uids, require_isolation
+from sandbox_probes import live_uids, process_table, require_isolation
 
 from agent_agency.sandbox import SandboxPolicy, run_python
 from agent_agency.sandbox.cgroup import memory_cgroup_parent
@@ -22,11 +22,17 @@ def test_runs_code_with_files_and_captures_output() -> None:
     assert result.exit_code == 0
     assert result.stdout.strip() == "42"
     assert result.reason == ""
-    # every isolation step applies here, the memory cgroup where this process's cgroup allows one
-    no_cgroup = isinstance(memory_cgroup_parent(), str)
+    # every isolation step applies here, the memory cgroup where this process's cgroup allows one;
+    # without root (in a user namespace) all but the cgroup and the throw-away users
+    root = os.geteuid() == 0
+    no_cgroup = not root or isinstance(memory_cgroup_parent(), str)
     allowed = ("memory limited per process",) if no_cgroup else ()
+    if not root:
+        allowed += ("cannot run the code as a throw-away user", "cannot run the supervisor as")
     assert all(note.startswith(allowed) for note in result.isolation_notes), result.isolation_notes
-    assert any(step.startswith("throw-away user") for step in result.isolation_applied)
+    steps = ("throw-away user",) if root else ("user namespace", "network namespace")
+    for step in steps:
+        assert any(applied.startswith(step) for applied in result.isolation_applied), step
 
 
 def test_failing_code_reports_the_exception() -> None:
@@ -103,6 +109,7 @@ def test_fork_bomb_is_contained_and_leaves_no_process_behind() -> None:
         "    except OSError:\n"
         "        time.sleep(0.01)\n"
     )
+    mine_before = _own_processes()
     started = time.perf_counter()
     result = run_python(bomb, SandboxPolicy(timeout_s=1.0))
     assert time.perf_counter() - started < 10
@@ -111,7 +118,14 @@ def test_fork_bomb_is_contained_and_leaves_no_process_behind() -> None:
     time.sleep(0.2)
     bomb_uid = int(result.stdout.split()[0])
     assert bomb_uid != 0, "the code must not run as root"
-    assert bomb_uid not in live_uids()
+    if os.geteuid() == 0:
+        assert bomb_uid not in live_uids()
+    else:  # the code ran as the caller: no process of the caller's is left but those before
+        assert _own_processes() <= mine_before
+
+
+def _own_processes() -> set[int]:
+    return {pid for pid, (_, uid) in process_table().items() if uid == os.getuid()}
 
 
 def test_plain_fork_bomb_hits_the_process_limit() -> None:

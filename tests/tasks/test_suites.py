@@ -347,3 +347,28 @@ def test_a_task_file_s_problems_are_listed_up_to_a_bound(tmp_path: Path) -> None
     reported = str(error.value).splitlines()
     assert len(reported) == 21 and reported[-1] == "… and 5 more"
     assert reported[0] == f"{path}:1: expected a JSON object, got an array"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "reason"),
+    [
+        (
+            "prompt",
+            "2 +\x00 2?",
+            "contains a NUL character (U+0000), which PostgreSQL cannot store",
+        ),
+        ("prompt", "2 + 2 \ud800?", "contains a lone surrogate (U+D800)"),
+        ("metadata", {"notes": ["ok", "bad\x00"]}, "contains a NUL character"),
+        ("id", "a\x00", "contains a NUL character"),
+    ],
+)
+def test_text_no_database_can_store_is_refused_naming_its_field(
+    tmp_path: Path, field: str, value: object, reason: str
+) -> None:
+    """A NUL in a prompt once made every record of its task unstorable on PostgreSQL; a lone
+    surrogate was a traceback inside the arbiter. A task file holding either is refused."""
+    where = {"metadata": "metadata.notes.1"}.get(field, field)
+    path = write_lines(tmp_path, json.dumps(dict(GOOD, **{field: value})))  # JSON escapes both
+    with pytest.raises(TaskFileError) as caught:
+        load_suite_file(path)
+    assert f"{path}:1: {where}: {reason}" in str(caught.value)

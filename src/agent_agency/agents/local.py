@@ -35,6 +35,10 @@ from agent_agency.records import EMBEDDED_MODEL, AgentSpec, Completion, Message,
 
 EMBEDDED_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CONTEXT_TOKENS = 2048
+# The longest prompt a run hands the embedded model: twice what its context holds at about four
+# characters a token. A longer one is refused before any model call (`agency run` says which
+# task), instead of being tokenized (seconds for megabytes) only to be cut down to the context.
+MAX_PROMPT_CHARS = CONTEXT_TOKENS * 8
 SEED = 1234
 # Chat-template tokens around each message (ChatML: "<|im_start|>role\n" ... "<|im_end|>\n").
 MESSAGE_OVERHEAD_TOKENS = 6
@@ -246,7 +250,18 @@ class LocalBackend:
         instances = await asyncio.to_thread(model_instances, *key)
         prompt = self._prompt(messages, tools or [])
         started = time.perf_counter()
-        response = await asyncio.to_thread(self._generate, instances, prompt, decoding)
+        # A cancelled await (the task's time limit, the run stopped) leaves the thread behind: the
+        # event tells it not to start the model once it gets an instance, so that a call queued
+        # behind others never runs for a task that is over. (A call already under way finishes:
+        # llama.cpp's chat completion cannot be interrupted; the prompt bound keeps it short.)
+        cancelled = threading.Event()
+        try:
+            response = await asyncio.to_thread(
+                self._generate, instances, prompt, decoding, cancelled
+            )
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
         latency_ms = (time.perf_counter() - started) * 1000.0
         choice = response["choices"][0]
         text = (choice["message"].get("content") or "").strip()
@@ -277,13 +292,20 @@ class LocalBackend:
         return rendered
 
     @staticmethod
-    def _generate(instances: ModelInstances, prompt: list[Message], decoding: Decoding) -> Any:
+    def _generate(
+        instances: ModelInstances,
+        prompt: list[Message],
+        decoding: Decoding,
+        cancelled: threading.Event,
+    ) -> Any:
         reserve = min(decoding.max_tokens, CONTEXT_TOKENS // 2)
         with instances.acquire() as model:
 
             def count_tokens(text: str) -> int:
                 return len(model.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
+            if cancelled.is_set():  # while it waited for a free instance
+                raise BackendError("the call was cancelled before the model ran")
             # No prefix of an earlier call reused: the same prompt gets the same answer on any
             # instance, after anything.
             model.reset()

@@ -6,16 +6,26 @@ previous entry's hash and its own, the SHA-256 over its sequence number, kind, r
 timestamp, previous hash and payload. Because the sequence number is hashed, moving an entry
 breaks it just as editing does; because each entry names its predecessor's hash, deleting or
 inserting one breaks the link after it. `verify` walks the whole chain and names the first entry
-that does not hold. The chain is not keyed: whoever can write the table can edit an entry and
-recompute every hash after it, or cut entries off its end, and the chain alone still holds. Keep
-the head's hash elsewhere (`head_hash()`; `agency run` writes it to its report) and pass it to
-`verify(expect_head=...)`, which then fails unless that entry is still in the chain; which entry
-was edited or cut off cannot be told then.
+that does not hold.
+
+The chain alone is not keyed: whoever can write the table could edit an entry and recompute every
+hash after it, or cut entries off its end. Three checks catch that without a head hash kept by
+hand (docs/evaluation.md#audit-trail):
+- keyed checkpoints: given a key (`audit_key`, from the pool's secret, kept outside the database),
+  every append ends with a `checkpoint` entry holding an HMAC of the hash before it. Rewriting the
+  chain changes those hashes, and without the key no checkpoint can be made again: a rewritten
+  chain, or one whose last entry is no checkpoint, fails;
+- the cross-check: every routing decision, refusal and evaluation the database holds must have
+  its entry, so a trail cut short (or emptied) while the records stay fails;
+- a head kept from earlier (`head_hash()`, which `agency run` writes to its report) passed to
+  `verify(expect_head=...)`: the chain must still hold that entry. This alone catches a trail cut
+  short together with the records it covers.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import threading
 from collections.abc import Collection, Iterable, Mapping
@@ -23,13 +33,38 @@ from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import Connection, Engine, String, insert, select, type_coerce, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    String,
+    Table,
+    exists,
+    func,
+    insert,
+    select,
+    type_coerce,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
-from agent_agency.pool.schema import IDS_PER_QUERY, audit_log
+from agent_agency.pool.schema import (
+    IDS_PER_QUERY,
+    audit_log,
+    evaluations,
+    routing_decisions,
+    routing_refusals,
+)
+from agent_agency.storable_text import storable_json
 
 AuditKind = Literal["routing", "evaluation", "deployment", "erasure"]
 AUDIT_KINDS: tuple[str, ...] = get_args(AuditKind)
+CHECKPOINT = "checkpoint"  # the kind of the keyed entry that closes each append
+# The records each kind of entry covers, for the cross-check.
+_AUDITED_TABLES: tuple[tuple[str, str, Table], ...] = (
+    ("routing", "routing decisions", routing_decisions),
+    ("routing", "routing refusals", routing_refusals),
+    ("evaluation", "evaluations", evaluations),
+)
 GENESIS_HASH = "0" * 64
 APPEND_RETRIES = 5
 VERIFY_BATCH = 5000
@@ -39,7 +74,7 @@ class AuditEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     seq: int
-    kind: AuditKind
+    kind: AuditKind | Literal["checkpoint"]
     record_id: str
     payload: str
     prev_hash: str
@@ -55,6 +90,21 @@ class AuditReport(BaseModel):
     first_bad_seq: int | None = None
     problem: str = ""
     head_hash: str = GENESIS_HASH
+    checkpoints: int = 0
+    keyed: bool = False  # whether the checkpoints' keys were checked
+
+
+def audit_key(secret: bytes) -> bytes:
+    """The key of the audit trail's checkpoints, derived from the pool's secret (kept outside the
+    database, `privacy.tenant_secret`), so that it is no key of anything else."""
+    return hmac.new(secret, b"agent-agency audit checkpoints", hashlib.sha256).digest()
+
+
+def checkpoint_mac(key: bytes, seq: int, prev_hash: str) -> str:
+    """The HMAC a checkpoint at `seq` holds: of its number and the hash of the entry before it,
+    and so of the whole chain up to it."""
+    message = f"{CHECKPOINT}|{seq}|{prev_hash}".encode()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
 def canonical_json(payload: Mapping[str, Any]) -> str:
@@ -88,7 +138,8 @@ def _validated(kind: str, record_id: str, payload: Mapping[str, Any]) -> tuple[s
         raise ValueError("record_id: must not be empty")
     if not isinstance(payload, Mapping):
         raise ValueError(f"payload: must be a mapping, got {type(payload).__name__}")
-    return kind, record_id, canonical_json(payload)
+    # What no database can store (a NUL in a model's answer) replaced: storable_text's rule.
+    return kind, record_id, canonical_json(storable_json(payload))
 
 
 _TEXT_COLUMNS = ("kind", "record_id", "payload", "prev_hash", "entry_hash")
@@ -169,8 +220,11 @@ class AuditLog:
     """Append-only, hash-chained log in the pool database's `audit_log` table (created by the
     pool's migrations)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, key: bytes | None = None) -> None:
+        """`key` (`audit_key`): each append ends with a keyed checkpoint, and `verify` checks
+        them; without it neither is done."""
         self.engine = engine
+        self.key = key
         self._lock = threading.Lock()
 
     def append(self, kind: str, record_id: str, payload: Mapping[str, Any]) -> AuditEntry:
@@ -232,8 +286,13 @@ class AuditLog:
             seq, prev = (head.seq, head.entry_hash) if head is not None else (0, GENESIS_HASH)
             now = datetime.now(UTC)
             entries: list[AuditEntry] = []
+            if self.key is not None:
+                closing = seq + len(prepared) + 1
+                prepared = [*prepared, (CHECKPOINT, f"checkpoint-{closing}", "")]
             for kind, record_id, payload in prepared:
                 seq += 1
+                if kind == CHECKPOINT and self.key is not None:
+                    payload = canonical_json({"mac": checkpoint_mac(self.key, seq, prev)})
                 digest = entry_hash(seq, kind, record_id, now, prev, payload)
                 entries.append(
                     AuditEntry(
@@ -248,19 +307,37 @@ class AuditLog:
                 )
                 prev = digest
             connection.execute(insert(audit_log), [entry.model_dump() for entry in entries])
-        return entries
+        return [entry for entry in entries if entry.kind != CHECKPOINT]
 
     def verify(self, expect_head: str | None = None) -> AuditReport:
         """Walk the chain from the first entry; the report names the first entry that was
-        edited, deleted, inserted or moved. With `expect_head` (an earlier `head_hash()`) the
-        chain must also still hold that entry (its hash may be given in upper case): a chain
-        rewritten from an entry before it, or cut off before it, fails too."""
-        if expect_head is not None:
-            expect_head = expect_head.lower()
+        edited, deleted, inserted or moved. With a key, every checkpoint's HMAC must hold and the
+        last entry be one. Every routing decision, refusal and evaluation the database holds
+        must have its entry. With `expect_head` (an earlier `head_hash()`) the chain must also
+        still hold that entry (its hash may be given in upper case)."""
+        walked = self._walk(None if expect_head is None else expect_head.lower())
+        if not walked.ok:
+            return walked
+        unaudited = self._unaudited()
+        if unaudited:
+            return walked.model_copy(
+                update={
+                    "ok": False,
+                    "problem": (
+                        f"{unaudited} have no audit entry: entries were deleted (the trail cut "
+                        "short, or emptied), or they are still due in a spill file "
+                        "(`agency replay` stores them)"
+                    ),
+                }
+            )
+        return walked
+
+    def _walk(self, expect_head: str | None) -> AuditReport:
         with self.engine.connect() as connection:
             erased = erased_entries(connection)
-        expected_seq, prev, count = 1, GENESIS_HASH, 0
+        expected_seq, prev, count, checkpoints = 1, GENESIS_HASH, 0, 0
         seen_head = expect_head in (None, GENESIS_HASH)
+        last_kind: str | None = None
         query = select(
             audit_log.c.seq,
             audit_log.c.kind,
@@ -271,37 +348,88 @@ class AuditLog:
             # as stored: an edited value must not fail while the rows are read
             type_coerce(audit_log.c.created_at, String).label("created_at"),
         ).order_by(audit_log.c.seq)
+
+        def broken(bad_seq: int | None, message: str) -> AuditReport:
+            return AuditReport(
+                ok=False,
+                entries=count,
+                first_bad_seq=bad_seq,
+                problem=message,
+                head_hash=prev,
+                checkpoints=checkpoints,
+                keyed=self.key is not None,
+            )
+
         with self.engine.connect() as connection:
             rows = connection.execution_options(yield_per=VERIFY_BATCH).execute(query)
             for row in rows:
                 count += 1
                 problem = _chain_problem(row, expected_seq, prev, erased)
+                if problem is None and row.kind == CHECKPOINT and self.key is not None:
+                    problem = _checkpoint_problem(row, self.key)
                 if problem is not None:
-                    bad_seq, message = problem
-                    return AuditReport(
-                        ok=False,
-                        entries=count,
-                        first_bad_seq=bad_seq,
-                        problem=message,
-                        head_hash=prev,
-                    )
+                    return broken(*problem)
+                checkpoints += row.kind == CHECKPOINT
+                last_kind = row.kind
                 prev = row.entry_hash
                 seen_head = seen_head or prev == expect_head
                 expected_seq += 1
         if not seen_head:
             # Each link holds, so the chain was rewritten (entries edited and every hash after
             # them recomputed) or cut off: where cannot be told from the chain alone.
-            return AuditReport(
-                ok=False,
-                entries=count,
-                problem=(
-                    f"no entry has the expected head hash {expect_head}: the chain was rewritten "
-                    "or cut short after that head was recorded (which entries were edited or "
-                    "removed cannot be told), or the hash is from another audit trail"
-                ),
-                head_hash=prev,
+            return broken(
+                None,
+                f"no entry has the expected head hash {expect_head}: the chain was rewritten "
+                "or cut short after that head was recorded (which entries were edited or "
+                "removed cannot be told), or the hash is from another audit trail",
             )
-        return AuditReport(ok=True, entries=count, head_hash=prev)
+        if self.key is not None and count and last_kind != CHECKPOINT:
+            return broken(
+                None,
+                "the last entry is no keyed checkpoint, as every append ends with one: entries "
+                "were appended without the key, the chain was rewritten or cut inside an append, "
+                "or it was written before checkpoints were (the next run's append closes it)",
+            )
+        return AuditReport(
+            ok=True,
+            entries=count,
+            head_hash=prev,
+            checkpoints=checkpoints,
+            keyed=self.key is not None,
+        )
+
+    def _unaudited(self) -> str:
+        """The records the database holds without their audit entry, counted per table ('3
+        routing decisions and 1 evaluations'); empty when there are none."""
+        counts = []
+        with self.engine.connect() as connection:
+            for kind, label, table in _AUDITED_TABLES:
+                entry = select(audit_log.c.seq).where(
+                    audit_log.c.kind == kind, audit_log.c.record_id == table.c.id
+                )
+                missing = connection.scalar(
+                    select(func.count()).select_from(table).where(~exists(entry))
+                )
+                if missing:
+                    counts.append(f"{missing} {label}")
+        return " and ".join(counts)
+
+
+def _checkpoint_problem(row: Any, key: bytes) -> tuple[int, str] | None:
+    """(its sequence number, what is wrong) for a checkpoint whose HMAC does not hold."""
+    try:
+        mac = json.loads(row.payload).get("mac")
+    except (ValueError, AttributeError):
+        mac = None
+    if isinstance(mac, str) and hmac.compare_digest(
+        mac, checkpoint_mac(key, row.seq, row.prev_hash)
+    ):
+        return None
+    return row.seq, (
+        f"checkpoint {row.seq} does not hold its key's HMAC of the chain before it: the chain was "
+        "rewritten up to it (hashes recomputed without the key), or the pool's secret changed "
+        "since it was written"
+    )
 
 
 def erased_entries(connection: Connection) -> dict[int, str]:

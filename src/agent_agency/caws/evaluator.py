@@ -57,11 +57,15 @@ class Evaluator:
         judges: Sequence[Judge] = (),
         *,
         databases: Collection[Path] = (),
+        allow_unisolated: bool = False,
     ) -> None:
-        """`databases`: the SQLite files the arbiter records to, hidden from sandboxed code."""
+        """`databases`: the SQLite files the arbiter records to, hidden from sandboxed code.
+        `allow_unisolated`: run generated code where no isolation is possible
+        (`sandbox.allow_unisolated`)."""
         self.settings = settings
         self.judges = list(judges)
         self.databases = tuple(databases)
+        self.allow_unisolated = allow_unisolated
 
     async def evaluate(
         self,
@@ -123,7 +127,10 @@ class Evaluator:
         grade_result = None
         if any(spec.name in GRADER_GATES for spec in specs):
             sandbox = SandboxPolicy(
-                deadline=deadline, cancelled=cancelled, hidden_databases=self.databases
+                deadline=deadline,
+                cancelled=cancelled,
+                hidden_databases=self.databases,
+                allow_unisolated=self.allow_unisolated,
             )
             grade_result = grade(task, iteration.output, iteration.tool_uses, sandbox=sandbox)
         original = task.metadata.get("original_code")

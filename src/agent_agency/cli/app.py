@@ -46,6 +46,7 @@ from agent_agency.cli.versions import with_agents
 from agent_agency.config import AgencyConfig, parse_config
 from agent_agency.pool.engine import shown_url
 from agent_agency.records import SplitChoice, utcnow
+from agent_agency.sandbox.unisolated import run_warning
 from agent_agency.sections import ConfigError
 
 SPLITS: tuple[str, ...] = get_args(SplitChoice)
@@ -162,6 +163,8 @@ def run(
     )
     if prepared.simulated:
         console.print("[yellow]SIMULATION: scripted agents answer, not a model.[/yellow]")
+    if (unisolated := run_warning(settings.sandbox.allow_unisolated)) is not None:
+        err_console.print(f"[yellow]warning:[/yellow] {unisolated}", highlight=False)
     for requirement, needing in prepared.undeclared_requirements().items():
         others = f" and {len(needing) - 1} more" if len(needing) > 1 else ""
         err_console.print(
@@ -309,7 +312,8 @@ def replay(
     config: ConfigOption = None,
 ) -> None:
     """Store records a run could not write (spilled to agency-unwritten-*.jsonl) into the pool."""
-    from agent_agency.caws.audit import AuditLog
+    from agent_agency.caws.audit import AuditLog, audit_key
+    from agent_agency.privacy.tenant_secret import load_tenant_secret
     from agent_agency.tracking.tracker import ReplayRefused, read_spill, replay_spill
 
     settings = load_settings(config, db)
@@ -319,7 +323,8 @@ def replay(
         raise fail(error) from None
     with open_store(settings) as store:
         try:  # what needs the database is checked there, before anything is written
-            report = replay_spill(entries, store, AuditLog(store.engine))
+            key = audit_key(load_tenant_secret(settings.pool))  # open_store checked it
+            report = replay_spill(entries, store, AuditLog(store.engine, key))
         except ReplayRefused as error:
             raise fail(f"{path}: {error}") from None
     console.print(

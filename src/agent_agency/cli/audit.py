@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from sqlalchemy.exc import SQLAlchemyError
 
-from agent_agency.caws.audit import AuditLog
+from agent_agency.caws.audit import AuditLog, audit_key
 from agent_agency.cli.options import (
     CREATE_DATABASE_HINT,
     ConfigOption,
@@ -22,6 +22,7 @@ from agent_agency.cli.options import (
     url_label,
 )
 from agent_agency.pool.engine import database_has_table, make_engine, shown_url
+from agent_agency.privacy.tenant_secret import TenantSecretError, load_tenant_secret
 
 audit_app = typer.Typer()
 
@@ -48,16 +49,28 @@ def verify(
     """Check the whole chain; exit 1 naming the first entry that was edited, deleted or moved."""
     if expect_head is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", expect_head):
         raise fail(f"--expect-head: {expect_head!r} is not a SHA-256 hash (64 hex digits)")
-    url = load_settings(config, db).storage.url
+    settings = load_settings(config, db)
+    url = settings.storage.url
     require_database_file(url)
     try:
         has_log = database_has_table(url, "audit_log")
+        has_records = database_has_table(url, "routing_decisions")
     except (SQLAlchemyError, ImportError) as error:
         raise cannot_open(url, error) from None
+    if not has_log and has_records:
+        raise fail(
+            f"{url_label()}: {shown_url(url)} holds the pool's records but no audit_log table: "
+            "the table was dropped, and the trail with it (it cannot be verified or rebuilt); "
+            "restore the database from a backup"
+        )
     if not has_log:
         raise fail(
             f"{url_label()}: {shown_url(url)} holds no audit log yet; {CREATE_DATABASE_HINT}"
         )
+    try:
+        key = audit_key(load_tenant_secret(settings.pool))
+    except TenantSecretError as error:
+        raise fail(error) from None
     try:
         engine = make_engine(url)
     except (SQLAlchemyError, ImportError) as error:
@@ -65,7 +78,7 @@ def verify(
     try:
         started = time.perf_counter()
         with console.status("Verifying the audit chain…"):
-            report = AuditLog(engine).verify(expect_head)
+            report = AuditLog(engine, key).verify(expect_head)
         seconds = time.perf_counter() - started
     finally:
         engine.dispose()
@@ -80,7 +93,8 @@ def verify(
     holds = "; it holds the expected head" if expect_head is not None else ""
     console.print(
         f"[green]Audit chain intact:[/green] {report.entries} entries verified in "
-        f"{seconds:.2f} s; head hash {report.head_hash}{holds}",
+        f"{seconds:.2f} s ({report.checkpoints} keyed checkpoints hold; every routing record "
+        f"and evaluation has its entry); head hash {report.head_hash}{holds}",
         soft_wrap=True,
     )
     if report.entries == 0:

@@ -54,10 +54,10 @@ from agent_agency.pool.queries import (
     simulation_banner,
 )
 from agent_agency.pool.sql_store import SqlStore
-from agent_agency.pool.storable_text import storable
 from agent_agency.pool.tiers import CompactReport
 from agent_agency.pool.tiers import compact as compact_tiers
 from agent_agency.records import to_utc
+from agent_agency.storable_text import storable
 
 pool_app = typer.Typer(help="The benchmark data pool: statistics, quarantine, tiers, ingest.")
 console = Console()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
-import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,7 +24,6 @@ from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.engine import RawJson
 from agent_agency.pool.settings import PoolSettings
-from agent_agency.pool.storable_text import storable
 from agent_agency.pool.validation import (
     MAX_NESTING,
     RawPoint,
@@ -38,6 +36,7 @@ from agent_agency.pool.validation import (
 )
 from agent_agency.privacy.pii import redact
 from agent_agency.records import to_utc, utcnow
+from agent_agency.storable_text import storable, storable_json
 
 
 class IngestReport(BaseModel):
@@ -84,8 +83,8 @@ def data_point_row(point: DataPoint, tier: str) -> dict[str, Any]:
 
 def quarantine_row(point_id: str | None, payload: Any, reasons: list[str]) -> dict[str, Any]:
     """A quarantine row for a rejected input (`payload` already scrubbed of PII; what no database
-    can store, in it or in `reasons`, replaced: `_storable_json`)."""
-    document = json.dumps(_storable_json(payload), sort_keys=True, default=str, allow_nan=False)
+    can store, in it or in `reasons`, replaced: `storable_json`)."""
+    document = json.dumps(storable_json(payload), sort_keys=True, default=str, allow_nan=False)
     reasons = [storable(reason) for reason in reasons]
     # The same rejected input quarantined twice is one row: the id is a digest of it.
     digest = hashlib.sha256(f"{document}|{reasons}".encode()).hexdigest()[:32]
@@ -101,31 +100,23 @@ def quarantine_row(point_id: str | None, payload: Any, reasons: list[str]) -> di
     }
 
 
-def _storable_json(value: Any) -> Any:
-    """`value` with what JSON allows but the databases' JSON columns do not: NaN and ±Infinity
-    (Python's json reads and writes them) as the strings "NaN", "Infinity" and "-Infinity", and
-    NUL characters and lone surrogates in strings and keys replaced (`storable_text.storable`)."""
-    if isinstance(value, str):
-        return storable(value)
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, list | tuple):
-        return [_storable_json(item) for item in value]
-    if isinstance(value, dict):
-        return {
-            storable(key) if isinstance(key, str) else key: _storable_json(item)
-            for key, item in value.items()
-        }
-    return value
+# A rejected input line longer than this is kept in quarantine as an excerpt of its first
+# QUARANTINE_EXCERPT_CHARS characters, with its size and SHA-256: a 50 MB garbage line must not
+# become a 50 MB row (nor be scanned for PII whole).
+QUARANTINE_MAX_CHARS = 64 * 1024
+QUARANTINE_EXCERPT_CHARS = 4 * 1024
 
 
 def _as_payload(raw: RawPoint) -> Any:
-    """What quarantine keeps of a rejected point (scrubbed of PII before it is stored): what is
-    nested more than `MAX_NESTING` levels deep cut off (`_cut`), so that no later step recurses
-    deeper than that."""
+    """What quarantine keeps of a rejected point (scrubbed of PII before it is stored): an
+    excerpt of a line longer than `QUARANTINE_MAX_CHARS` (`_excerpt`), and what is nested more
+    than `MAX_NESTING` levels deep cut off (`_cut`), so that no later step recurses deeper than
+    that."""
     if isinstance(raw, DataPoint):
         return raw.model_dump(mode="json")
     payload: Any = raw
+    if isinstance(raw, str) and len(raw) > QUARANTINE_MAX_CHARS:
+        return _excerpt(raw)
     if isinstance(raw, str):
         try:
             payload = json.loads(raw)
@@ -134,6 +125,18 @@ def _as_payload(raw: RawPoint) -> Any:
     if nesting_depth(payload, MAX_NESTING) > MAX_NESTING:
         return _cut(payload, MAX_NESTING)
     return payload
+
+
+def _excerpt(line: str) -> dict[str, Any]:
+    """A long rejected line as quarantine keeps it: its start, its size and its hash (which
+    tell the whole line apart, and find it again in the input)."""
+    encoded = line.encode("utf-8", errors="surrogatepass")
+    return {
+        "excerpt": line[:QUARANTINE_EXCERPT_CHARS],
+        "size_bytes": len(encoded),
+        "sha256": hashlib.sha256(encoded).hexdigest(),
+        "kept": f"the first {QUARANTINE_EXCERPT_CHARS:,} characters of a line too long to keep",
+    }
 
 
 TOO_DEEP_MARK = f"(nested more than {MAX_NESTING} levels deep: not kept)"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from pydantic_core import PydanticSerializationError
 from sqlalchemy import Connection, Table
 from sqlalchemy.dialects import postgresql, sqlite
 
@@ -12,11 +14,13 @@ from agent_agency.pool.engine import RawJson
 from agent_agency.records import (
     Evaluation,
     Execution,
+    Record,
     RoutingDecision,
     RoutingRequest,
     Span,
     to_utc,
 )
+from agent_agency.storable_text import storable, storable_json
 
 
 def dialect_insert(connection: Connection, table: Table) -> postgresql.Insert | sqlite.Insert:
@@ -26,6 +30,19 @@ def dialect_insert(connection: Connection, table: Table) -> postgresql.Insert | 
     return sqlite.insert(table)
 
 
+def stored_payload(record: Record) -> RawJson:
+    """`record` as the JSON its row's payload holds, with each character no database can store
+    (a NUL or lone surrogate a model or a program emitted, or an old spill file holds) replaced
+    by U+FFFD (`storable_text`): a record is never unstorable for its text."""
+    try:
+        document = record.model_dump_json()
+    except PydanticSerializationError:  # a lone surrogate has no UTF-8 form
+        document = None
+    if document is None or "\\u0000" in document:
+        document = json.dumps(storable_json(record.model_dump(mode="json")), ensure_ascii=False)
+    return RawJson(document)
+
+
 def routing_row(record: RoutingRequest) -> dict[str, Any]:
     """The columns every routing record's table has: a refusal's row, a decision's first."""
     return {
@@ -33,7 +50,7 @@ def routing_row(record: RoutingRequest) -> dict[str, Any]:
         "timestamp": to_utc(record.timestamp),
         "task_id": record.task_id,
         "task_type": record.task_type,
-        "payload": RawJson(record.model_dump_json()),
+        "payload": stored_payload(record),
     }
 
 
@@ -59,7 +76,7 @@ def execution_row(execution: Execution) -> dict[str, Any]:
         "tokens": execution.tokens_used,
         "simulated": execution.simulated,
         "cancelled": execution.cancelled,
-        "payload": RawJson(execution.model_dump_json()),
+        "payload": stored_payload(execution),
     }
 
 
@@ -74,7 +91,7 @@ def evaluation_row(evaluation: Evaluation) -> dict[str, Any]:
         "iteration": evaluation.iteration,
         "success": evaluation.success,
         "quality": evaluation.overall_score,
-        "payload": RawJson(evaluation.model_dump_json()),
+        "payload": stored_payload(evaluation),
     }
 
 
@@ -85,9 +102,9 @@ def span_row(span: Span) -> dict[str, Any]:
         "parent_id": span.parent_id,
         "kind": span.kind.value,
         # a display label (a tool name may come from the model): the payload keeps all of it
-        "name": schema.fit_column(span.name, schema.SPAN_NAME_MAX),
+        "name": schema.fit_column(storable(span.name), schema.SPAN_NAME_MAX),
         "timestamp": to_utc(span.start),
-        "payload": RawJson(span.model_dump_json()),
+        "payload": stored_payload(span),
     }
 
 

@@ -28,9 +28,9 @@ from agent_agency.pool.point_fields import (
     identifying_values,
     turn_rewards,
 )
-from agent_agency.pool.storable_text import unstorable_reason
 from agent_agency.privacy.pii import checksum_entities, pii_entities, redact
 from agent_agency.records import MAX_COUNT, MAX_LATENCY_MS, RubricScores, to_utc
+from agent_agency.storable_text import unstorable_reason
 
 _BOUND_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
 

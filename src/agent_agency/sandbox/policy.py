@@ -50,6 +50,9 @@ class SandboxPolicy:
     after it."""
     cancelled: threading.Event | None = None
     """Once set, a run is killed, and no run starts."""
+    allow_unisolated: bool = False
+    """Run the code even where no isolation is possible (not root, user namespaces refused), with
+    resource limits only; otherwise it is not run there (`sandbox.unisolated`)."""
 
     def __post_init__(self) -> None:
         _at_least("timeout_s", self.timeout_s, 0, whole=False, exclusive=True)

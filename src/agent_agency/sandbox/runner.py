@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from agent_agency.sandbox import masks
+from agent_agency.sandbox import masks, unisolated
 from agent_agency.sandbox.cgroup import MemoryCgroup, memory_cgroup
 from agent_agency.sandbox.child import launch
 from agent_agency.sandbox.child.program import MAIN_FILE
@@ -35,6 +35,7 @@ from agent_agency.sandbox.child.protocol import Config, Payload, Secret
 from agent_agency.sandbox.policy import DEFAULT_POLICY, SandboxPolicy
 from agent_agency.sandbox.reasons import failure_reason, stop_reason
 from agent_agency.sandbox.records import FunctionTests, Run, SandboxResult, Stop, read_records
+from agent_agency.storable_text import storable
 
 # How often a run waiting for its process checks whether it was cancelled.
 _CANCEL_POLL_S = 0.05
@@ -74,7 +75,12 @@ def run_python(
         for name, text in (files or {}).items()
     }
     if (problem := _lone_surrogate(code)) is not None:
-        return _not_saved(problem)
+        return _refused(f"the code was not run: it holds {problem}, which no UTF-8 file can")
+    refused = unisolated.refusal(
+        isolated=unisolated.isolation_possible(), allow_unisolated=policy.allow_unisolated
+    )
+    if refused is not None:
+        return _refused(refused)
     budget_s = policy.budget_s(time.monotonic())
     if policy.is_cancelled():
         return _not_run("cancelled", budget_s)
@@ -142,14 +148,15 @@ def _not_run(stop: Stop, budget_s: float) -> SandboxResult:
     )
 
 
-def _not_saved(problem: str) -> SandboxResult:
+def _refused(reason: str) -> SandboxResult:
+    """A run that did not start: `reason` says why."""
     return SandboxResult(
         ok=False,
         exit_code=None,
         stdout="",
         stderr="",
         timed_out=False,
-        reason=f"the code was not run: it holds {problem}, which no UTF-8 file can",
+        reason=reason,
         duration_ms=0.0,
     )
 
@@ -193,7 +200,8 @@ def _handed_over(directory: Path, content: Payload | Secret) -> Iterator[IO[byte
 def _read_capped(handle: IO[bytes], limit_chars: int) -> str:
     handle.seek(0)
     data = handle.read(limit_chars * 4)
-    text = data.decode("utf-8", errors="replace")
+    # The code may print a NUL, which no database can store (storable_text's rule).
+    text = storable(data.decode("utf-8", errors="replace"))
     if len(text) > limit_chars or os.fstat(handle.fileno()).st_size > len(data):
         return text[:limit_chars] + "\n[... output truncated]"
     return text

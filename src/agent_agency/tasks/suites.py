@@ -34,7 +34,8 @@ class TaskFileError(ValueError):
 
 
 def _describe(error: ErrorDetails) -> str:
-    path = ".".join(str(part) for part in error["loc"])
+    field = (error.get("ctx") or {}).get("field")  # below the model, named by its own check
+    path = ".".join(str(part) for part in (*error["loc"], *([field] if field else [])))
     if error["type"] == "extra_forbidden":
         return f"{path}: unknown field"
     return f"{path or '(line)'}: {error_reason(error)}"

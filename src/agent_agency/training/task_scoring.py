@@ -63,7 +63,11 @@ async def score_tasks(
         alone,
         backends={spec.key: build_backend(spec, tasks=tasks)},
         router=Router([spec], settings=config.routing),
-        evaluator=Evaluator(config.evaluation, databases=databases),
+        evaluator=Evaluator(
+            config.evaluation,
+            databases=databases,
+            allow_unisolated=config.sandbox.allow_unisolated,
+        ),
     )
 
     def done(outcome: TaskOutcome) -> None:

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from agent_agency.sandbox.child.protocol import Config
 
 CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x20000000, 0x40000000
+CLONE_NEWUSER = 0x10000000
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
 CLONE_NEWIPC, CLONE_NEWUTS = 0x08000000, 0x04000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
@@ -102,14 +104,67 @@ def confine(config: Config) -> Confinement:
         oom_score_adj = None
     die_with_parent(confinement.parent_alive)  # the thread of the caller that started it
     _join_memory_cgroup(confinement)
+    user_namespace = os.geteuid() != 0 and _enter_user_namespace(confinement)
     _unshare_namespaces(confinement)
     private_mounts = _isolate_mounts(confinement)
     _enter_pid_namespace(confinement, private_mounts, oom_score_adj)
     if oom_score_adj is not None:
         os.close(oom_score_adj)
     _limit_resources(confinement)
+    if user_namespace:
+        _drop_capabilities(confinement)
     os.chdir(config["work"])  # the cwd inherited from the parent is beneath the fresh tmpfs
     return confinement
+
+
+def _enter_user_namespace(confinement: Confinement) -> bool:
+    """Without root: a user namespace of its own, the caller's uid and gid mapped to themselves,
+    in which the namespaces and mounts after it can be made as root makes them (`bwrap` and
+    `unshare --user` do the same). Whether it was entered; why not is recorded."""
+    uid, gid = os.geteuid(), os.getegid()
+    if libc.unshare(CLONE_NEWUSER) != 0:
+        confinement.notes.append(
+            f"user namespace unavailable ({_error()}): without root, no namespace can be made"
+        )
+        return False
+    try:
+        for name, text in (
+            ("setgroups", "deny"),
+            ("uid_map", f"{uid} {uid} 1"),
+            ("gid_map", f"{gid} {gid} 1"),
+        ):
+            with open(f"/proc/self/{name}", "w") as handle:
+                handle.write(text)
+    except OSError as error:
+        confinement.notes.append(f"cannot map the user namespace's ids ({error.strerror})")
+    confinement.applied.append(
+        f"user namespace: no root needed, uid {uid} the only user, no capability on the host"
+    )
+    return True
+
+
+class _CapabilityHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapabilitySet(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def _drop_capabilities(confinement: Confinement) -> None:
+    """No capability left in the user namespace: the code could otherwise unmount what hides
+    the host (a uid that is not 0 keeps the capabilities a new namespace gives, as it never
+    calls execve)."""
+    header = _CapabilityHeader(_LINUX_CAPABILITY_VERSION_3, 0)
+    empty = (_CapabilitySet * 2)()
+    if libc.capset(ctypes.byref(header), empty) != 0:
+        confinement.notes.append(f"cannot drop capabilities ({_error()}): mounts can be undone")
+        os._exit(1)  # the covers over the host's files would not hold: run nothing
+    confinement.applied.append("capabilities: none, so no mount can be undone")
 
 
 def _join_memory_cgroup(confinement: Confinement) -> None:

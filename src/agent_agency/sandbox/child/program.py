@@ -10,7 +10,7 @@ import signal
 import sys
 import types
 
-from agent_agency.sandbox.child.isolation import become, die_with_parent
+from agent_agency.sandbox.child.isolation import PR_SET_DUMPABLE, become, die_with_parent, libc
 from agent_agency.sandbox.child.wire import fault, foreign_type, receive, send
 
 TYPE_CHECKING = False
@@ -27,6 +27,9 @@ def start_code(
     supervisor's go on `go` (the isolation record must come before anything the code writes),
     and write the code's files into the work directory."""
     problem = become(uid)
+    # Not dumpable, as a switch of user leaves it: without root (no switch) the code could
+    # otherwise open its own descriptors, the supervisor's pipes among them, through /proc.
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     os.write(status, b"ok" if problem is None else problem.encode()[:1000])
     os.close(status)
     die_with_parent(lambda: os.getppid() == supervisor)  # the switch of user cleared it
