@@ -16,9 +16,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent_agency.agents.local import configure_embedded
 from agent_agency.agents.local import CONTEXT_TOKENS as LOCAL_CONTEXT_TOKENS
 from agent_agency.agents.local import MAX_PROMPT_CHARS as LOCAL_MAX_PROMPT_CHARS
+from agent_agency.agents.local import configure_embedded
 from agent_agency.agents.registry import build_backend
 from agent_agency.arbiter.arbiter import Arbiter, TaskOutcome, agent_slots
 from agent_agency.arbiter.router import ArmAggregate, Router

@@ -174,11 +174,10 @@ def test_forget_a_task_leaves_no_trace_of_it(
     assert _count(database, "data_points", "WHERE task_id LIKE 'kept-%'") == kept_points == 3
 
     _invoke("audit", "verify", "--db", database)  # keyed checkpoints and cross-check included
-    with SqlStore.connect(database) as store:
-        with store.engine.connect() as connection:
-            erasure = connection.execute(
-                select(schema.audit_log.c.payload).where(schema.audit_log.c.kind == "erasure")
-            ).scalar_one()
+    with SqlStore.connect(database) as store, store.engine.connect() as connection:
+        erasure = connection.execute(
+            select(schema.audit_log.c.payload).where(schema.audit_log.c.kind == "erasure")
+        ).scalar_one()
     recorded = json.loads(erasure)
     assert recorded["selector"] == {"task_id": "secret-task"}
     assert recorded["rows"]["data_points"] == 1 and recorded["erased_entries"]
