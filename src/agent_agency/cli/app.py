@@ -18,7 +18,9 @@ from rich.table import Table
 
 from agent_agency.cli.audit import audit_app
 from agent_agency.cli.db import db_app
+from agent_agency.cli.deploy import agents_app, deploy_app
 from agent_agency.cli.export import export, feedback
+from agent_agency.cli.loop import loop
 from agent_agency.cli.options import (
     AgencyGroup,
     ConfigOption,
@@ -64,6 +66,9 @@ app.add_typer(audit_app, name="audit", no_args_is_help=True)
 app.add_typer(db_app, name="db", no_args_is_help=True)
 app.command()(train)
 app.command()(validate)
+app.command()(loop)
+app.add_typer(deploy_app, name="deploy", no_args_is_help=True)
+app.add_typer(agents_app, name="agents")
 
 
 @config_app.command("show")

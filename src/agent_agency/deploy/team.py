@@ -1,0 +1,33 @@
+"""The team as deployed: each agent of the configured team in its active version, plus the
+candidates being rolled out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agent_agency.config import AgencyConfig
+from agent_agency.deploy.registry import UnknownVersion, VersionRegistry, with_stored_versions
+
+
+def active_key(config: AgencyConfig, registry: VersionRegistry, name: str) -> str:
+    """The key of `name`'s active stored version; the configured one when none is stored."""
+    try:
+        return registry.get(name).key
+    except UnknownVersion:
+        return config.agent(name).key
+
+
+def deployed_config(
+    config: AgencyConfig, registry: VersionRegistry, candidates: Sequence[str] = ()
+) -> AgencyConfig:
+    """`config` whose team (`run.agents`) is each configured team agent's active version, then
+    `candidates` (stored `name@N`); the stored versions added to its agents with their
+    ancestors, so the router gives each its parent's evidence as a prior."""
+    keys = list(
+        dict.fromkeys(
+            [*(active_key(config, registry, spec.name) for spec in config.team()), *candidates]
+        )
+    )
+    widened = with_stored_versions(config, registry, keys)
+    run = widened.run.model_copy(update={"agents": keys})
+    return widened.model_copy(update={"run": run})
