@@ -2,10 +2,10 @@
 
 Every setting has a default, so no file is needed. Each package owns the model of its section
 (`routing`: `arbiter.settings`, `evaluation`: `caws.settings`, `storage` and `pool`:
-`pool.settings`, `run`: `run_settings`, `deploy`: `deploy_settings`); `AgencyConfig` composes them with the agents, and checks
-what spans sections. A bad file fails with `ConfigError`, whose message names the file, the field
-path and the reason; a file too big to be a configuration (its size, or what its aliases expand
-to) is refused before it is expanded.
+`pool.settings`, `run`: `run_settings`, `deploy`: `deploy_settings`); `AgencyConfig` composes
+them with the agents, and checks what spans sections. A bad file fails with `ConfigError`, whose
+message names the file, the field path and the reason; a file too big to be a configuration (its
+size, or what its aliases expand to) is refused before it is expanded.
 """
 
 from __future__ import annotations

@@ -273,9 +273,7 @@ async def execute_run(
             tasks: Iterable[Task] = prepared.tasks
             if stop_when is not None:
                 tasks = itertools.takewhile(lambda _task: not stop_when(), tasks)
-            outcomes = await arbiter.run(
-                tasks, concurrency=config.run.concurrency, on_outcome=told
-            )
+            outcomes = await arbiter.run(tasks, concurrency=config.run.concurrency, on_outcome=told)
         wall_s = time.perf_counter() - started
         summary = store.agent_task_summary(since=started_at)
         audit_head = audit.head_hash()

@@ -36,12 +36,12 @@ def deployer(tmp_path: Path) -> Iterator[Deployer]:
 
 def feed(rollout: Rollout, agent: str, outcomes: list[tuple[bool, float, bool]]) -> None:
     for success, latency, error in outcomes:
-        rollout.observe_live(
-            LiveOutcome(agent, success, 1.0 if success else 0.0, latency, error)
-        )
+        rollout.observe_live(LiveOutcome(agent, success, 1.0 if success else 0.0, latency, error))
 
 
-def alternate(rollout: Rollout, candidate_rate: float, active_rate: float, rounds: int, **kw: float) -> None:
+def alternate(
+    rollout: Rollout, candidate_rate: float, active_rate: float, rounds: int, **kw: float
+) -> None:
     """Outcomes of both versions in turn, each succeeding at its (deterministic) rate."""
     latency_c = kw.get("latency_c", 100.0)
     errors_c = kw.get("error_every", 0)
@@ -49,7 +49,17 @@ def alternate(rollout: Rollout, candidate_rate: float, active_rate: float, round
         if rollout.finished:
             return
         error = bool(errors_c) and i % int(errors_c) == 0
-        feed(rollout, "sim@2", [((i * candidate_rate) % 1 + candidate_rate >= 1 and not error, latency_c + i % 5, error)])
+        feed(
+            rollout,
+            "sim@2",
+            [
+                (
+                    (i * candidate_rate) % 1 + candidate_rate >= 1 and not error,
+                    latency_c + i % 5,
+                    error,
+                )
+            ],
+        )
         feed(rollout, "sim@1", [((i * active_rate) % 1 + active_rate >= 1, 100.0 + i % 5, False)])
 
 

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import scripted_phase
 from sqlalchemy import select
 
 from agent_agency.config import parse_config
@@ -19,7 +20,6 @@ from agent_agency.loop.run import cycle_row, run_loop
 from agent_agency.loop.trainers import TRAINERS
 from agent_agency.pool.schema import audit_log
 from agent_agency.pool.store import Store
-import scripted_phase
 
 TEAM = {
     "agents": [{"name": "sim", "backend": "scripted", "skills": {"*": 0.5}}],

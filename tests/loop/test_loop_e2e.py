@@ -22,7 +22,10 @@ pytestmark = pytest.mark.e2e
 def test_one_short_cycle_on_the_embedded_model(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'pool.db'}"
     data = {
-        "agents": [{"name": "direct"}, {"name": "sim", "backend": "scripted", "skills": {"*": 1.0}}],
+        "agents": [
+            {"name": "direct"},
+            {"name": "sim", "backend": "scripted", "skills": {"*": 1.0}},
+        ],
         "run": {"suites": ["classification"]},
         "storage": {"url": url},
         "deploy": {"min_samples": 3, "guard_min_samples": 3},

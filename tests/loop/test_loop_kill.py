@@ -52,10 +52,16 @@ print("loop ended")
 KILL_AT = {"collect": 3, "check": 0, "train": 0, "validate": 5, "canary": 6}
 
 
-def run_child(tmp_path: Path, config: dict[str, object], stage: str, at: int, resume: bool) -> subprocess.CompletedProcess[str]:
+def run_child(
+    tmp_path: Path, config: dict[str, object], stage: str, at: int, resume: bool
+) -> subprocess.CompletedProcess[str]:
     script = tmp_path / "child.py"
     script.write_text(CHILD.format(here=str(HERE)), encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{HERE}", "LOOP_CONFIG": json.dumps(config)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{SRC}{os.pathsep}{HERE}",
+        "LOOP_CONFIG": json.dumps(config),
+    }
     return subprocess.run(
         [sys.executable, str(script), stage, str(at), "1" if resume else "0"],
         env=env,

@@ -123,9 +123,7 @@ def _versions(settings: AgencyConfig) -> list[AgentVersion]:
 
 
 @agents_app.callback(invoke_without_command=True)
-def agents(
-    context: typer.Context, db: DbOption = None, config: ConfigOption = None
-) -> None:
+def agents(context: typer.Context, db: DbOption = None, config: ConfigOption = None) -> None:
     """Every stored agent version as a lineage tree, with its status and share."""
     if context.invoked_subcommand is not None:
         return
@@ -144,8 +142,7 @@ def agents(
             share = f", share {version.share:.0%}" if version.share is not None else ""
             grow(
                 branch.add(
-                    f"[bold]{version.key}[/bold] {version.status}{share} "
-                    f"({version.lineage.phase})"
+                    f"[bold]{version.key}[/bold] {version.status}{share} ({version.lineage.phase})"
                 ),
                 version.key,
             )

@@ -28,7 +28,9 @@ def loop(
     cycles: Annotated[int, typer.Option(min=1, metavar="N", help="cycles to run")] = 2,
     resume: Annotated[
         bool,
-        typer.Option(help="go on with the last loop that did not end, after its last finished stage"),
+        typer.Option(
+            help="go on with the last loop that did not end, after its last finished stage"
+        ),
     ] = False,
     phase: Annotated[
         str, typer.Option(metavar="|".join(PHASES), help="the trainer each cycle runs")
@@ -125,8 +127,8 @@ def _print_cycle(row: dict[str, Any]) -> None:
     collected = row["collected"]
     if collected:
         table.add_row(
-            "collected", f"{collected['succeeded']}/{collected['tasks']} succeeded, "
-            f"{collected['wall_s']} s"
+            "collected",
+            f"{collected['succeeded']}/{collected['tasks']} succeeded, {collected['wall_s']} s",
         )
     table.add_row("trained", row["trained"])
     for key, figures in row["heldout"].items():

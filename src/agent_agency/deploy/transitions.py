@@ -35,9 +35,7 @@ class Deployer:
         figures: JsonObject | None = None,
     ) -> AgentVersion:
         before = self.registry.get(key)
-        after = self.registry.set_status(
-            key, status, reason=reason, share=share, figures=figures
-        )
+        after = self.registry.set_status(key, status, reason=reason, share=share, figures=figures)
         self.audit.append(
             "deployment",
             f"{after.key}#{len(after.lineage.history)}",

@@ -176,7 +176,10 @@ async def validate_stage(
     figures = result.figures()
     registry.record_metrics(candidate.key, {f"validation_against_{parent.key}": figures})
     per_version = {}
-    for key, scores in ((candidate.key, result.candidate_scores), (parent.key, result.baseline_scores)):
+    for key, scores in (
+        (candidate.key, result.candidate_scores),
+        (parent.key, result.baseline_scores),
+    ):
         quality = [score.quality for score in scores]
         success = [float(score.success) for score in scores]
         per_version[key] = {

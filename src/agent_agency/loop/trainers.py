@@ -87,15 +87,14 @@ async def train_prompt(request: TrainRequest) -> Trained:
 
     settings = _prompt_settings(request)
     database = request.store.sqlite_file
+    tell = request.on_task_done
     result = await optimize_prompt(
         request.parent,
         request.store,
         request.tasks,
         request.config,
         settings,
-        on_task_done=(lambda _score: request.on_task_done())
-        if request.on_task_done is not None
-        else None,
+        on_task_done=(lambda _score: tell()) if tell is not None else None,
         databases=[database] if database else [],
     )
     best = result.best.figures()
