@@ -11,6 +11,7 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from agent_agency.cli.app import app
+from agent_agency.deploy.registry import Lineage, VersionRegistry
 from agent_agency.pool.schema import audit_log
 from agent_agency.pool.store import Store
 
@@ -96,3 +97,27 @@ def test_a_version_registered_by_hand_is_promoted_and_rolled_back_by_a_person(
         ("sim@2", "rolled-back", "person"),
         ("sim@1", "active", "person"),
     ]
+
+
+def test_agency_run_serves_a_promoted_trained_version(workdir: Path) -> None:
+    (workdir / "agency.yaml").write_text(TEAM.replace("  agents: [sim@1]\n", ""), "utf-8")
+    assert invoke("run", "--tasks", "4", "--json", "one.json")[0] == 0
+    assert json.loads((workdir / "one.json").read_text())["agents"] == ["sim@1", "sim@2"]
+    assert invoke("agents")[0] == 0  # stores the configured versions
+    store = Store.open(f"sqlite:///{workdir / 'agency.db'}")
+    try:
+        registry = VersionRegistry(store.engine)
+        trained = registry.get("sim@1").spec.model_copy(update={"skills": {"*": 0.95}})
+        registry.register(trained, parent="sim@1", lineage=Lineage(phase="prompt"))
+    finally:
+        store.close()
+    code, output = invoke("deploy", "promote", "sim@3")
+    assert code == 0, output
+    code, output = invoke("run", "--tasks", "4", "--json", "two.json")
+    assert code == 0, output
+    # both configured versions of sim give way to the promoted one
+    assert json.loads((workdir / "two.json").read_text())["agents"] == ["sim@3"]
+    code, output = invoke("deploy", "rollback", "sim@3")
+    assert code == 0 and "sim@1 is active again" in output, output
+    assert invoke("run", "--tasks", "4", "--json", "three.json")[0] == 0
+    assert json.loads((workdir / "three.json").read_text())["agents"] == ["sim@1", "sim@2"]

@@ -1,5 +1,5 @@
-"""The audit trail: routing decisions and refusals (both of kind `routing`) and evaluations in a
-hash-chained log (its `deployment` kind is kept for the deployment stage, which is not built yet).
+"""The audit trail: routing decisions and refusals (both of kind `routing`), evaluations and
+rollout transitions (kind `deployment`, `deploy/transitions.py`) in a hash-chained log.
 
 Each entry stores its payload as canonical JSON (sorted keys, compact) and two hashes: the
 previous entry's hash and its own, the SHA-256 over its sequence number, kind, record id,

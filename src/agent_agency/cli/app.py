@@ -41,7 +41,7 @@ from agent_agency.cli.pool import pool_app
 from agent_agency.cli.routing import routing_app
 from agent_agency.cli.train import train
 from agent_agency.cli.validate import validate
-from agent_agency.cli.versions import with_agents
+from agent_agency.cli.versions import with_agents, with_promoted
 from agent_agency.config import AgencyConfig, parse_config
 from agent_agency.pool.engine import shown_url
 from agent_agency.records import SplitChoice, utcnow
@@ -121,6 +121,7 @@ def run(
     from agent_agency.runner import RunRequest, execute_run, failing_judge_warning
 
     base = with_agents(load_settings(config, db), agent or [], "--agent")
+    base = base if agent or base.run.agents else with_promoted(base)
     _check_agents(base, agent or [])
     _check_builtin(builtin or [])
     data = base.model_dump()

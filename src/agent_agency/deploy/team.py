@@ -31,3 +31,20 @@ def deployed_config(
     widened = with_stored_versions(config, registry, keys)
     run = widened.run.model_copy(update={"agents": keys})
     return widened.model_copy(update={"run": run})
+
+
+def with_promoted_versions(config: AgencyConfig, registry: VersionRegistry) -> AgencyConfig:
+    """`config` whose team serves, in place of each configured agent, its name's active stored
+    version where that is a version the file does not configure (one a rollout or a person
+    promoted); `config` itself when there is none."""
+    configured = {spec.key for spec in config.agents}
+    keys = [active_key(config, registry, spec.name) for spec in config.team()]
+    promoted = [key for key in keys if key not in configured]
+    if not promoted:
+        return config
+    keys = [
+        key if key in promoted else spec.key for key, spec in zip(keys, config.team(), strict=True)
+    ]
+    keys = list(dict.fromkeys(keys))
+    widened = with_stored_versions(config, registry, keys)
+    return widened.model_copy(update={"run": widened.run.model_copy(update={"agents": keys})})
