@@ -58,6 +58,8 @@ def loop(
     `agency loop --resume` goes on after the last finished stage (docs/loop.md). With `--resume`
     the stopped loop's own options apply.
     """
+    from agent_agency.agents.base import BackendError
+    from agent_agency.agents.registry import check_backend_setup
     from agent_agency.loop.options import LoopOptions
     from agent_agency.loop.run import NothingToResume, check_phase, cycle_row, run_loop
 
@@ -79,6 +81,11 @@ def loop(
                 settings.agent(agent)
         except (ValueError, KeyError) as error:
             raise fail(str(error).strip("'\"")) from None
+    for spec in settings.team():  # a missing model file or server URL, before anything runs
+        try:
+            check_backend_setup(spec)
+        except (BackendError, ValueError) as error:
+            raise fail(error) from None
     if any(spec.backend == "scripted" for spec in settings.team()):
         console.print("[yellow]SIMULATION: scripted agents answer, not a model.[/yellow]")
     tasks = [0]
