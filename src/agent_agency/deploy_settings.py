@@ -58,6 +58,12 @@ class DeploySettings(Section):
         description="roll back when the candidate's mean latency is above the active version's "
         "by more than this share (0.50 = +50%), at the guard's confidence",
     )
+    latency_floor_ms: float = Field(
+        default=100.0,
+        ge=0.0,
+        description="a latency increase smaller than this (ms) never rolls back, whatever its "
+        "share: timing noise of fast agents is no regression",
+    )
     max_error_rate: float = Field(
         default=0.05,
         gt=0.0,

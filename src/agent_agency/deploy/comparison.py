@@ -7,8 +7,8 @@ whether the rollout goes on, advances a stage, or rolls back:
    a one-sided test at `guard_confidence`:
    - success: P(p_cand < p_active − max_success_drop) from the two success rates' Beta(1 + s,
      1 + n − s) posteriors (normal approximation of their difference);
-   - latency: a one-sided z test of mean_cand > (1 + max_latency_increase) · mean_active
-     (Welch's standard error);
+   - latency: a one-sided z test of mean_cand > (1 + max_latency_increase) · mean_active, and
+     at least `latency_floor_ms` above it (Welch's standard error);
    - errors: P(error rate > max_error_rate) under the candidate's Beta(1 + e, 1 + n − e)
      posterior (exact, through the binomial identity).
 2. **The comparison**, once both versions have `min_samples` outcomes in the stage: the posterior
@@ -184,17 +184,17 @@ def quality_p_value(candidate: LiveFigures, active: LiveFigures) -> float:
 
 
 def latency_excess_probability(
-    candidate: LiveFigures, active: LiveFigures, increase: float
+    candidate: LiveFigures, active: LiveFigures, increase: float, floor_ms: float = 0.0
 ) -> float:
-    """One-sided z test's confidence that mean_cand > (1 + increase) · mean_active."""
+    """One-sided z test's confidence that mean_cand > max((1 + increase) · mean_active,
+    mean_active + floor_ms)."""
     if candidate.latency_n < 2 or active.latency_n < 2:
         return 0.0
     factor = 1.0 + increase
     var_c = _mean_variance(candidate.latency_sum, candidate.latency_sq_sum, candidate.latency_n)
     var_a = _mean_variance(active.latency_sum, active.latency_sq_sum, active.latency_n)
-    z = _welch_z(
-        candidate.mean_latency_ms, var_c, factor * active.mean_latency_ms, factor**2 * var_a
-    )
+    limit = max(factor * active.mean_latency_ms, active.mean_latency_ms + floor_ms)
+    z = _welch_z(candidate.mean_latency_ms, var_c, limit, factor**2 * var_a)
     return _phi(z) if math.isfinite(z) else float(z > 0)
 
 
@@ -251,7 +251,9 @@ def _guards(
     increase = settings.max_latency_increase
     result.guards = {
         "success_drop": prob_above(active, candidate, drop),
-        "latency_increase": latency_excess_probability(candidate, active, increase),
+        "latency_increase": latency_excess_probability(
+            candidate, active, increase, settings.latency_floor_ms
+        ),
         "error_rate": prob_rate_above(candidate.errors, candidate.n, settings.max_error_rate),
     }
     if result.guards["success_drop"] >= level:
