@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import time
 from typing import Annotated, Any
 
 import typer
@@ -89,13 +90,20 @@ def loop(
     if any(spec.backend == "scripted" for spec in settings.team()):
         console.print("[yellow]SIMULATION: scripted agents answer, not a model.[/yellow]")
     tasks = [0]
+    started = [time.perf_counter()]
 
     def said(cycle: int, stage: str, event: str) -> None:
         if event == "start":
-            tasks[0] = 0
+            tasks[0], started[0] = 0, time.perf_counter()
             console.print(f"cycle {cycle}: {stage}…", highlight=False)
         elif event == "task":
             tasks[0] += 1
+        elif event == "done":
+            ran = f"{tasks[0]} task runs, " if tasks[0] else ""
+            console.print(
+                f"cycle {cycle}: {stage} done ({ran}{time.perf_counter() - started[0]:.0f} s)",
+                highlight=False,
+            )
 
     with open_store(settings) as store:
         try:
