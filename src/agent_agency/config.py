@@ -2,10 +2,10 @@
 
 Every setting has a default, so no file is needed. Each package owns the model of its section
 (`routing`: `arbiter.settings`, `evaluation`: `caws.settings`, `storage` and `pool`:
-`pool.settings`, `run`: `run_settings`); `AgencyConfig` composes them with the agents, and checks
-what spans sections. A bad file fails with `ConfigError`, whose message names the file, the field
-path and the reason; a file too big to be a configuration (its size, or what its aliases expand
-to) is refused before it is expanded.
+`pool.settings`, `run`: `run_settings`, `deploy`: `deploy_settings`); `AgencyConfig` composes
+them with the agents, and checks what spans sections. A bad file fails with `ConfigError`, whose
+message names the file, the field path and the reason; a file too big to be a configuration (its
+size, or what its aliases expand to) is refused before it is expanded.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from pydantic import Field, TypeAdapter, ValidationError, field_validator
 from agent_agency.agents.settings import EmbeddedModelSettings
 from agent_agency.arbiter.settings import RoutingSettings
 from agent_agency.caws.settings import EvaluationSettings
+from agent_agency.deploy_settings import DeploySettings
 from agent_agency.pool.settings import PoolSettings, StorageSettings
 from agent_agency.records import AgentSpec
 from agent_agency.run_settings import RunSettings
@@ -104,6 +105,10 @@ class AgencyConfig(Section):
     sandbox: SandboxSettings = Field(
         default_factory=SandboxSettings,
         description="where generated code runs: whether it may run where no isolation is possible",
+    )
+    deploy: DeploySettings = Field(
+        default_factory=DeploySettings,
+        description="canary share, staged rollout and automatic rollback of a candidate version",
     )
 
     @field_validator("agents", mode="before")

@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_agency.caws.audit import AuditLog, audit_key, entries_of, erase_entries
+from agent_agency.caws.audit import AuditLog, entries_of, erase_entries
 from agent_agency.pool.erasure import (
     ErasureTargets,
     ForgetSelector,
@@ -37,7 +37,6 @@ from agent_agency.pool.erasure import (
     scrub_versions,
 )
 from agent_agency.pool.sql_store import SqlStore
-from agent_agency.privacy.tenant_secret import load_tenant_secret
 from agent_agency.records import new_id, to_utc, utcnow
 from agent_agency.tracking.tracker import SPILL_PREFIX
 
@@ -106,7 +105,7 @@ def forget(
         report.spill_files = _spill_counts(spill_files, matches)
         return report
     if not targets.is_empty() or seqs:
-        AuditLog(store.engine, audit_key(load_tenant_secret(store.settings))).append(
+        AuditLog.keyed_by_pool_secret(store.engine, store.settings).append(
             "erasure",
             report.erasure_id,
             {

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import difflib
 import functools
+import itertools
 import json
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,9 +21,9 @@ from agent_agency.agents.local import CONTEXT_TOKENS as LOCAL_CONTEXT_TOKENS
 from agent_agency.agents.local import MAX_PROMPT_CHARS as LOCAL_MAX_PROMPT_CHARS
 from agent_agency.agents.local import configure_embedded
 from agent_agency.agents.registry import build_backend
-from agent_agency.arbiter.arbiter import Arbiter, TaskOutcome, agent_slots
+from agent_agency.arbiter.arbiter import Arbiter, TaskOutcome, TrafficSplit, agent_slots
 from agent_agency.arbiter.router import ArmAggregate, Router
-from agent_agency.caws.audit import AuditLog, audit_key
+from agent_agency.caws.audit import AuditLog
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.caws.judges import FailingJudge, Judge, failing_judges
 from agent_agency.config import AgencyConfig
@@ -30,7 +31,6 @@ from agent_agency.pool.arm_totals import AgentTaskSummary
 from agent_agency.pool.engine import shown_url
 from agent_agency.pool.sql_store import SqlStore
 from agent_agency.pool.store import Store
-from agent_agency.privacy.tenant_secret import load_tenant_secret
 from agent_agency.records import AgentSpec, Task, check_task_features, utcnow
 from agent_agency.tasks import load_builtin, load_suite_files, select_tasks
 from agent_agency.tracking.tracker import Tracker
@@ -205,9 +205,14 @@ def _ancestors(config: AgencyConfig, spec: AgentSpec) -> Iterator[AgentSpec]:
 
 
 def build_arbiter(
-    config: AgencyConfig, tasks: Sequence[Task], store: SqlStore, tracker: Tracker
+    config: AgencyConfig,
+    tasks: Sequence[Task],
+    store: SqlStore,
+    tracker: Tracker,
+    split: TrafficSplit | None = None,
 ) -> Arbiter:
-    """The arbiter for `config`, its router warm-started from the pool's aggregates."""
+    """The arbiter for `config`, its router warm-started from the pool's aggregates; `split`
+    steers traffic between versions of an agent (a canary rollout)."""
     configure_embedded(config.embedded)
     backends = {spec.key: build_backend(spec, tasks=tasks) for spec in config.team()}
     router = build_router(config, store)
@@ -242,6 +247,7 @@ def build_arbiter(
         evaluator=evaluator,
         tracker=tracker,
         slots=slots,
+        split=split,
     )
 
 
@@ -264,13 +270,20 @@ async def execute_run(
     prepared: PreparedRun,
     on_task_done: Callable[[bool], None] | None = None,
     on_records_spilled: SpillReport | None = None,
+    *,
+    split: TrafficSplit | None = None,
+    on_outcome: Callable[[TaskOutcome], None] | None = None,
+    stop_when: Callable[[], bool] | None = None,
 ) -> RunReport:
+    """Run the prepared tasks and summarise them. `split`: a traffic split between versions
+    (canary); `on_outcome`: told every task's outcome; `stop_when`: asked before each task is
+    started, no further task starts once it says so (those started finish)."""
     config = prepared.config
     started_at = utcnow()
     started = time.perf_counter()
     store = Store.open(config.storage.url, config.pool)
     try:
-        audit = AuditLog(store.engine, audit_key(load_tenant_secret(config.pool)))
+        audit = AuditLog.keyed_by_pool_secret(store.engine, config.pool)
         tracker = Tracker(
             store,
             batch_size=config.storage.batch_size,
@@ -279,14 +292,18 @@ async def execute_run(
             database=config.storage.url,
         )
         with _spills_reported(tracker, on_records_spilled), tracker:
-            arbiter = build_arbiter(config, prepared.tasks, store, tracker)
-            outcomes = await arbiter.run(
-                prepared.tasks,
-                concurrency=config.run.concurrency,
-                on_outcome=(lambda outcome: on_task_done(outcome.success))
-                if on_task_done
-                else None,
-            )
+            arbiter = build_arbiter(config, prepared.tasks, store, tracker, split)
+
+            def told(outcome: TaskOutcome) -> None:
+                if on_task_done is not None:
+                    on_task_done(outcome.success)
+                if on_outcome is not None:
+                    on_outcome(outcome)
+
+            tasks: Iterable[Task] = prepared.tasks
+            if stop_when is not None:
+                tasks = itertools.takewhile(lambda _task: not stop_when(), tasks)
+            outcomes = await arbiter.run(tasks, concurrency=config.run.concurrency, on_outcome=told)
         wall_s = time.perf_counter() - started
         summary = store.agent_task_summary(since=started_at)
         audit_head = audit.head_hash()

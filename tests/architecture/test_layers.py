@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("pool",),
     ("caws",),
     ("arbiter",),
-    ("run_settings", "training_settings"),
+    ("run_settings", "training_settings", "deploy_settings"),
     ("config",),
     ("runner", "training", "deploy", "coordination", "erasure"),
     ("jobs",),

@@ -84,6 +84,14 @@ class ArbiterConfig(Protocol):
     def team(self) -> list[AgentSpec]: ...
 
 
+class TrafficSplit(Protocol):
+    """What steers a share of an agent's traffic between its versions (a canary rollout,
+    `deploy.rollout.Rollout`): the versions a task is kept from, each with why. Asked once per
+    task, when it starts: the task finishes on the version it started on."""
+
+    def held_back(self, task: Task) -> Mapping[str, str]: ...
+
+
 class AgentUnavailable(RuntimeError):
     """The agent could not produce an answer (backend error or time-out); fallback may follow."""
 
@@ -144,9 +152,10 @@ class Arbiter:
         tracker: Tracker | None = None,
         tenant_id: str = "default",
         slots: Mapping[str, asyncio.Semaphore] | None = None,
+        split: TrafficSplit | None = None,
     ) -> None:
         """`slots`: the agents' call admissions (`agent_slots`), when judges share them; an
-        agent without one gets its own."""
+        agent without one gets its own. `split`: a traffic split between versions (canary)."""
         self.config = config
         self.agents: dict[str, AgentSpec] = {spec.key: spec for spec in config.team()}
         missing = sorted(set(self.agents) - set(backends))
@@ -159,6 +168,7 @@ class Arbiter:
         self.tenant_id = tenant_id
         self.in_flight: Counter[str] = Counter()
         self.slots = {**agent_slots(self.agents.values()), **(slots or {})}
+        self.split = split
 
     # -- one task ------------------------------------------------------------------------------
 
@@ -194,6 +204,7 @@ class Arbiter:
     ) -> None:
         request = routing_request(task)
         tried: list[str] = []
+        held_back = self.split.held_back(task) if self.split is not None else None
         while True:
             try:
                 decision = self.router.decide(
@@ -201,6 +212,7 @@ class Arbiter:
                     in_flight=self.in_flight,
                     exclude=tried,
                     fallback_of=tried[-1] if tried else None,
+                    held_back=held_back,
                 )
             except NoAgentAvailable as error:
                 if not tried:  # after a fallback, the last agent's failure says more

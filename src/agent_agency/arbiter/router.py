@@ -182,16 +182,19 @@ class Router:
         in_flight: Mapping[str, int] | None = None,
         exclude: Collection[str] = (),
         fallback_of: str | None = None,
+        held_back: Mapping[str, str] | None = None,
     ) -> RoutingDecision:
         """Choose an agent for `request` and explain the choice (see the module docstring).
 
         `in_flight`: tasks each agent is running now (its load); `exclude`: agents not to choose
-        (those that already failed this task); `fallback_of`: the agent this decision replaces.
+        (those that already failed this task); `fallback_of`: the agent this decision replaces;
+        `held_back`: agents a traffic split keeps from this request, each with why (a canary's
+        share: the propensity logged is then conditional on that split's draw).
         Raises `NoAgentAvailable` (with a `RoutingRefusal`) when no agent may be chosen.
         """
         _expect(request, RoutingRequest, "request", _request_hint(request))
         with self._lock:
-            return self._decide(request, in_flight, exclude, fallback_of)
+            return self._decide(request, in_flight, exclude, fallback_of, held_back or {})
 
     def _decide(
         self,
@@ -199,6 +202,7 @@ class Router:
         in_flight: Mapping[str, int] | None,
         exclude: Collection[str],
         fallback_of: str | None,
+        held_back: Mapping[str, str],
     ) -> RoutingDecision:
         arms = self._arms
         load = self._load(in_flight)
@@ -215,19 +219,26 @@ class Router:
         disabled = self._disabled()
         eligible = capable.copy()
         excluded = [row for key in exclude if (row := self._live_row(key, "exclude")) is not None]
-        if excluded:
-            eligible[excluded] = False
+        held = [row for key in held_back if (row := self._live_row(key, "held_back")) is not None]
+        if excluded or held:
+            eligible[[*excluded, *held]] = False
         blocked = [key for key in self._breakers.tripped() if not self._breakers.allows(key)]
         if blocked:
             eligible[[arms.index[key] for key in blocked]] = False
         if not eligible.any():
             raise NoAgentAvailable(
                 explain.refusal(
-                    request, name, open_breakers=blocked, excluded=list(exclude), disabled=disabled
+                    request,
+                    name,
+                    open_breakers=blocked,
+                    excluded=[*exclude, *held_back],
+                    disabled=disabled,
                 )
             )
         if excluded:
             factors.append(f"Excluded after failing this task: {explain.names(list(exclude))}")
+        for key, why in held_back.items():
+            factors.append(f"Held back by the traffic split: {key} ({why})")
         blocked_capable = [key for key in blocked if capable[arms.index[key]]]
         if blocked_capable:
             factors.append(f"Circuit breaker open: {explain.names(blocked_capable)}")

@@ -1,5 +1,5 @@
-"""The audit trail: routing decisions and refusals (both of kind `routing`) and evaluations in a
-hash-chained log (its `deployment` kind is kept for the deployment stage, which is not built yet).
+"""The audit trail: routing decisions and refusals (both of kind `routing`), evaluations and
+rollout transitions (kind `deployment`, `deploy/transitions.py`) in a hash-chained log.
 
 Each entry stores its payload as canonical JSON (sorted keys, compact) and two hashes: the
 previous entry's hash and its own, the SHA-256 over its sequence number, kind, record id,
@@ -54,6 +54,7 @@ from agent_agency.pool.schema import (
     routing_decisions,
     routing_refusals,
 )
+from agent_agency.privacy.tenant_secret import SecretSettings, load_tenant_secret
 from agent_agency.storable_text import storable_json
 
 AuditKind = Literal["routing", "evaluation", "deployment", "erasure"]
@@ -226,6 +227,11 @@ class AuditLog:
         self.engine = engine
         self.key = key
         self._lock = threading.Lock()
+
+    @classmethod
+    def keyed_by_pool_secret(cls, engine: Engine, settings: SecretSettings) -> AuditLog:
+        """The trail with its checkpoints keyed by the pool's secret, as every writer uses it."""
+        return cls(engine, audit_key(load_tenant_secret(settings)))
 
     def append(self, kind: str, record_id: str, payload: Mapping[str, Any]) -> AuditEntry:
         return self.append_many([(kind, record_id, payload)])[0]

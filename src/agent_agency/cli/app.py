@@ -18,9 +18,11 @@ from rich.table import Table
 
 from agent_agency.cli.audit import audit_app
 from agent_agency.cli.db import db_app
+from agent_agency.cli.deploy import agents_app, deploy_app
 from agent_agency.cli.export import export, feedback
 from agent_agency.cli.forget import forget
 from agent_agency.cli.jobs import jobs_app
+from agent_agency.cli.loop import loop
 from agent_agency.cli.options import (
     AgencyGroup,
     ConfigOption,
@@ -42,7 +44,7 @@ from agent_agency.cli.report import report
 from agent_agency.cli.routing import routing_app
 from agent_agency.cli.train import train
 from agent_agency.cli.validate import validate
-from agent_agency.cli.versions import with_agents
+from agent_agency.cli.versions import with_agents, with_promoted
 from agent_agency.config import AgencyConfig, parse_config
 from agent_agency.pool.engine import shown_url
 from agent_agency.records import SplitChoice, utcnow
@@ -71,6 +73,9 @@ app.add_typer(jobs_app, name="jobs", no_args_is_help=True)
 app.command()(train)
 app.command()(validate)
 app.command()(report)
+app.command()(loop)
+app.add_typer(deploy_app, name="deploy", no_args_is_help=True)
+app.add_typer(agents_app, name="agents")
 
 
 @config_app.command("show")
@@ -123,6 +128,7 @@ def run(
     from agent_agency.runner import RunRequest, execute_run, failing_judge_warning
 
     base = with_agents(load_settings(config, db), agent or [], "--agent")
+    base = base if agent or base.run.agents else with_promoted(base)
     _check_agents(base, agent or [])
     _check_builtin(builtin or [])
     data = base.model_dump()

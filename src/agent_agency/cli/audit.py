@@ -29,7 +29,7 @@ audit_app = typer.Typer()
 
 @audit_app.callback()
 def audit() -> None:
-    """Audit trail of routing decisions and evaluations."""
+    """Audit trail of routing decisions, evaluations and deployments."""
 
 
 @audit_app.command("verify")

@@ -37,6 +37,31 @@ def with_agents(settings: AgencyConfig, names: Sequence[str], option: str) -> Ag
             raise fail(f"{option}: {error} (in {shown_url(settings.storage.url)})") from None
 
 
+def with_promoted(settings: AgencyConfig) -> AgencyConfig:
+    """`settings` whose team serves each agent's promoted version (`agency deploy promote`, a
+    rollout of `agency loop`) in place of the configured one, where one was promoted. A database
+    that does not exist yet, holds no pool or cannot be opened has none: the run's own checks
+    say what is wrong with it."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from agent_agency.deploy.team import with_promoted_versions
+    from agent_agency.pool.migrate import SchemaMismatch
+    from agent_agency.pool.store import NoPool, Store
+
+    if missing_sqlite_file(settings.storage.url) is not None:
+        return settings
+    try:
+        store = Store.open(settings.storage.url, settings.pool, create=False)
+    except (NoPool, SchemaMismatch, SQLAlchemyError, ImportError):
+        return settings
+    try:  # read only: a run that promoted nothing stores nothing here
+        return with_promoted_versions(settings, VersionRegistry(store.engine))
+    except SQLAlchemyError:
+        return settings
+    finally:
+        store.close()
+
+
 def _configured(settings: AgencyConfig, name: str) -> bool:
     try:
         settings.agent(name)

@@ -1,1 +1,2 @@
-"""A/B deployment of trained agents, with promotion and rollback: not built yet."""
+"""Agent versions and their rollout: the registry, the canary traffic split, the sequential
+comparison, staged promotion and automatic rollback, every transition audited (docs/deploy.md)."""

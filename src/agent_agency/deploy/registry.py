@@ -44,6 +44,12 @@ class Transition(BaseModel):
     status: Status
     at: datetime
     reason: str = ""
+    share: float | None = Field(
+        default=None, description="the version's share of its agent's traffic from then on"
+    )
+    figures: JsonObject = Field(
+        default_factory=dict, description="what decided it: the comparison's test and figures"
+    )
 
 
 class Lineage(BaseModel):
@@ -73,6 +79,12 @@ class AgentVersion(BaseModel):
     spec: AgentSpec
     lineage: Lineage
 
+    @property
+    def share(self) -> float | None:
+        """The traffic share its latest transition set (None when none set one)."""
+        shares = [step.share for step in self.lineage.history if step.share is not None]
+        return shares[-1] if shares else None
+
 
 def _version_number(spec: AgentSpec) -> int | None:
     """A configured agent's version as the registry numbers versions (None for `beta` etc.)."""
@@ -87,8 +99,10 @@ class VersionRegistry:
 
     def seed(self, configured: Iterable[AgentSpec]) -> list[str]:
         """Store each configured agent with an integer version that is not stored yet, as
-        `active`; the keys it stored. A configured agent whose version is no integer
-        (`beta`) has no place in the numbering and is left out."""
+        `active`, or as a `candidate` when its parent is a version of its own name (a new
+        version registered by hand in agency.yaml, for `agency deploy` to roll out); the keys
+        it stored. A configured agent whose version is no integer (`beta`) has no place in the
+        numbering and is left out."""
         table = schema.agent_versions
         specs = {spec.key: spec for spec in configured if _version_number(spec) is not None}
         if not specs:
@@ -100,11 +114,12 @@ class VersionRegistry:
             fresh = [spec for key, spec in specs.items() if key not in stored]
             now = utcnow()
             for spec in fresh:
+                status, reason = _configured_status(spec)
                 lineage = Lineage(
                     phase=CONFIGURED_PHASE,
-                    history=[Transition(status="active", at=now, reason="configured")],
+                    history=[Transition(status=status, at=now, reason=reason)],
                 )
-                connection.execute(insert(table).values(_row(spec, "active", now, lineage)))
+                connection.execute(insert(table).values(_row(spec, status, now, lineage)))
         return [spec.key for spec in fresh]
 
     def register(
@@ -171,23 +186,31 @@ class VersionRegistry:
         with self.engine.connect() as connection:
             return [_version(row) for row in connection.execute(query).mappings()]
 
-    def set_status(self, key: str, status: Status, *, reason: str = "") -> AgentVersion:
-        """Move `key` to `status`, keeping the transition (time and reason) in its history."""
+    def set_status(
+        self,
+        key: str,
+        status: Status,
+        *,
+        reason: str = "",
+        share: float | None = None,
+        figures: JsonObject | None = None,
+    ) -> AgentVersion:
+        """Move `key` to `status`, keeping the transition (time, reason, traffic share and the
+        figures that decided it) in its history. Staying in the same status is a transition
+        only when the share changes (a rollout stage)."""
         if status not in STATUSES:
             raise ValueError(f"status: {status!r} is not one of {', '.join(STATUSES)}")
         current = self.get(key)
         if "@" not in key:
             key = current.key
-        if current.status == status:
+        if current.status == status and (share is None or share == current.share):
             raise ValueError(f"{key} is {status} already")
         now = utcnow()
+        transition = Transition(
+            status=status, at=now, reason=reason, share=share, figures=figures or {}
+        )
         lineage = current.lineage.model_copy(
-            update={
-                "history": [
-                    *current.lineage.history,
-                    Transition(status=status, at=now, reason=reason),
-                ]
-            }
+            update={"history": [*current.lineage.history, transition]}
         )
         table = schema.agent_versions
         with self.engine.begin() as connection:
@@ -212,6 +235,12 @@ class VersionRegistry:
                 .values(updated_at=utcnow(), lineage=lineage.model_dump(mode="json"))
             )
         return self.get(current.key)
+
+
+def _configured_status(spec: AgentSpec) -> tuple[Status, str]:
+    if spec.parent is not None and spec.parent.split("@")[0] == spec.name:
+        return "candidate", f"configured by hand as a new version of {spec.parent}"
+    return "active", "configured"
 
 
 def _row(spec: AgentSpec, status: Status, now: datetime, lineage: Lineage) -> dict[str, Any]:

@@ -276,6 +276,19 @@ agent_versions = Table(
     Index("ix_agent_versions_name", "name"),
 )
 
+# The stages `agency loop` finished (loop/journal.py): one row per (loop, cycle, stage) with what
+# the stage produced; cycle 0 holds the loop's own start and end rows.
+loop_journal = Table(
+    "loop_journal",
+    metadata,
+    Column("loop_id", Id, nullable=False),
+    Column("cycle", Integer, nullable=False),
+    Column("stage", String(20), nullable=False),
+    Column("finished_at", Timestamp, nullable=False),
+    Column("payload", Json, nullable=False),
+    PrimaryKeyConstraint("loop_id", "cycle", "stage"),
+)
+
 # Training batches exported from the pool: what was selected and its statistics; the points of a
 # batch are listed in training_batch_points, so exporting the same selection again is idempotent.
 training_batches = Table(

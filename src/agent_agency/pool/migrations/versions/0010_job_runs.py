@@ -6,7 +6,7 @@ primary key is the kind and period, so a period runs once. A new table only: not
 changed.
 
 Revision ID: 0010
-Revises: 0007
+Revises: 0009
 Create Date: 2026-11-27 14:40:00
 """
 
@@ -17,7 +17,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0010"
-down_revision = "0007"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,1 @@
+"""`agency loop`: collect → train → validate → canary → promote or roll back, journaled."""
