@@ -59,6 +59,7 @@ def execution_row(execution: Execution) -> dict[str, Any]:
         "tokens": execution.tokens_used,
         "simulated": execution.simulated,
         "cancelled": execution.cancelled,
+        "ungraded": execution.ungraded,
         "payload": RawJson(execution.model_dump_json()),
     }
 
