@@ -75,7 +75,7 @@ def train(
     if phase in NOT_WIRED:
         raise fail(
             f"--phase {phase}: not yet connected to the pool and the agent registry; train "
-            f'from Python with {NOT_WIRED[phase]} (docs/training.md), on the "train" extra '
+            f"from Python with {NOT_WIRED[phase]} (docs/training.md), on the \"train\" extra "
             '(pip install "agent-agency\\[train]"). Nothing was changed; `--phase prompt` '
             "is available"
         )
