@@ -550,6 +550,13 @@ class Execution(Record):
         "a record, but no evidence about the agent (not in the router's totals, the statistics' "
         "rates, off-policy evaluation or the pool)",
     )
+    ungraded: bool = Field(
+        default=False,
+        description="True when a gate or grader could not judge the final answer (it raised, "
+        "hung or returned no valid score): kept as a record, with the reason in "
+        "`failure_reason`, but no evidence about the agent (not in the router's totals, the "
+        "statistics' rates, off-policy evaluation or the pool)",
+    )
 
     @property
     def latency_ms(self) -> float:

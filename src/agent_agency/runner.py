@@ -163,6 +163,8 @@ class RunReport:
     failing_judges: list[FailingJudge] = field(default_factory=list)
     write_error: str | None = None  # why records were spilled rather than stored (`spilled`)
     refused: int = 0  # tasks the router refused: no agent available (`RoutingRefusal`)
+    ungraded: int = 0  # tasks whose answer no grader could judge: counted for no agent
+    grader_errors: list[tuple[str, int]] = field(default_factory=list)  # `_grader_errors`
 
     @property
     def no_agent_answered(self) -> bool:
@@ -321,6 +323,8 @@ async def execute_run(
         fallbacks=_fallbacks(outcomes),
         unanswered=sum(not outcome.evaluations for outcome in outcomes),
         refused=sum(outcome.refusal is not None for outcome in outcomes),
+        ungraded=sum(outcome.grading_error is not None for outcome in outcomes),
+        grader_errors=_grader_errors(outcomes),
         audit_head=audit_head,
         failing_judges=[
             judge.model_copy(update={"most_common_error": shorten_reason(judge.most_common_error)})
@@ -364,10 +368,20 @@ def _failure_reasons(outcomes: Sequence[TaskOutcome], shown: int = 3) -> list[tu
     """The most common reasons tasks failed, each cut to its first line."""
     reasons: Counter[str] = Counter()
     for outcome in outcomes:
-        if outcome.success:
+        if outcome.success or outcome.grading_error is not None:  # not the agent's failure
             continue
         reason = outcome.execution.failure_reason if outcome.executions else outcome.error
         reasons[shorten_reason(reason)] += 1
+    return reasons.most_common(shown)
+
+
+def _grader_errors(outcomes: Sequence[TaskOutcome], shown: int = 3) -> list[tuple[str, int]]:
+    """The most common reasons a grader could not judge an answer, each cut to its first line."""
+    reasons = Counter(
+        shorten_reason(outcome.grading_error)
+        for outcome in outcomes
+        if outcome.grading_error is not None
+    )
     return reasons.most_common(shown)
 
 
@@ -392,6 +406,8 @@ def write_summary_json(
         "tasks": report.tasks,
         "succeeded": report.succeeded,
         "refused": report.refused,
+        "ungraded": report.ungraded,  # grader errors: in no agent's figures
+        "grader_errors": [{"reason": reason, "tasks": n} for reason, n in report.grader_errors],
         "database": shown_url(config.storage.url),
         "agents": [spec.key for spec in config.team()],
         "simulated": simulated,

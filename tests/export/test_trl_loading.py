@@ -1,5 +1,5 @@
-"""trl-sft and trl-dpo files load with `datasets` as TRL's trainers read them (full trainer runs
-are the trainers' tests)."""
+"""trl-sft and trl-dpo files load with `datasets` as TRL's trainers read them (TRL's trainers
+running two steps on exported files: tests/training/test_trl_trainers_from_exports.py)."""
 
 from __future__ import annotations
 

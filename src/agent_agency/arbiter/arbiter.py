@@ -288,6 +288,8 @@ class Arbiter:
                 unjudged = [gate.reason for gate in evaluation.gates if not gate.judged]
                 if unjudged:
                     outcome.grading_error = "; ".join(unjudged)
+                    execution.ungraded = True
+                    execution.success = False
                     iteration.outcome = "failure"
                     execution.failure_reason = f"grading failed, not the agent: {unjudged[0]}"
                     break
@@ -424,7 +426,8 @@ class Arbiter:
                 },
             }
         )
-        if outcome.executions and not outcome.execution.cancelled:
+        final = outcome.execution if outcome.executions else None
+        if final is not None and not final.cancelled and not final.ungraded:
             outcome.data_point = build_data_point(
                 outcome.task,
                 outcome.decisions[-1],

@@ -243,6 +243,13 @@ def run(
             f"Not in the summary: {_tasks(report.refused)} refused (no agent available)",
             highlight=False,
         )
+    if report.ungraded:
+        console.print(
+            f"Not in the summary: {report.ungraded} ungraded (grader error)",
+            highlight=False,
+        )
+        for reason, count in report.grader_errors:
+            console.print(f"  {count:>4} × {reason}", soft_wrap=True, markup=False)
     if report.failure_reasons:
         console.print("Most common failure reasons:")
         for reason, count in report.failure_reasons:
@@ -394,6 +401,7 @@ def stats(
     try:
         rows = store.agent_task_summary(since=start)
         cancelled = store.cancelled_executions(since=start)
+        ungraded = store.ungraded_executions(since=start)
         refused = refused_tasks(store, since=start)
         judges = judge_agreement(get_evaluations(store, since=start))
         recorded_earlier = not rows and start is not None and bool(store.agent_task_summary())
@@ -404,6 +412,7 @@ def stats(
         document = {
             "summary": [row.model_dump(mode="json") for row in rows],
             "cancelled_executions": cancelled,
+            "ungraded_executions": ungraded,  # grader errors: no evidence about the agent
             "refused_tasks": refused,  # no agent available: no execution to count
             "only_data_points": points_only,  # no executions: only points `pool ingest` stored
             "judges": [
@@ -437,6 +446,8 @@ def stats(
             "by a stopped run (recorded as cancelled).",
             highlight=False,
         )
+    if ungraded:
+        console.print(f"Not counted above: {ungraded} ungraded (grader error).", highlight=False)
     if refused:
         console.print(
             f"Not counted above: {refused} task{'' if refused == 1 else 's'} refused "

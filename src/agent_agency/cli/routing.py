@@ -50,6 +50,7 @@ STRATEGIES = [strategy.value for strategy in RoutingStrategy]
 NO_OUTCOME = "no outcome (the task never finished)"
 ZERO_PROPENSITY = "zero propensity (cannot be reweighted)"
 CANCELLED = "cancelled (the run was stopped while the task was under way)"
+UNGRADED = "ungraded (grader error: no grader could judge the answer)"
 
 
 @dataclass
@@ -64,8 +65,9 @@ def read_logged_outcomes(engine: Engine) -> LoggedOutcomes:
     A decision's outcome is the execution it started (`executions.decision_id`): that
     execution's own success flag (the arbiter's verdict) and the quality of its final evaluation
     (`pool.outcomes`), 0.0 if it was never evaluated. An execution that ended without an
-    evaluation (backend error, time-out) is a failure; one a stopped run cut off (`cancelled`) is
-    no evidence, and its decision is left out. A decision with no stored execution is a
+    evaluation (backend error, time-out) is a failure; one a stopped run cut off (`cancelled`) or
+    whose answer no grader could judge (`ungraded`) is no evidence, and its decision is left
+    out. A decision with no stored execution is a
     failure when a later fallback decision for the same task names its agent as failed;
     otherwise it is unfinished and left out. A decision logged with propensity 0 cannot be
     reweighted and is left out too.
@@ -83,14 +85,21 @@ def read_logged_outcomes(engine: Engine) -> LoggedOutcomes:
                 executions.c.decision_id,
                 executions.c.success,
                 executions.c.cancelled,
+                executions.c.ungraded,
             )
             .where(executions.c.decision_id.is_not(None))
             .order_by(executions.c.timestamp)
         )
         # one execution per decision; should there be more, the latest one counts
         by_decision = {
-            decision_id: (execution_id, bool(success), bool(cancelled))
-            for execution_id, decision_id, success, cancelled in connection.execute(started)
+            decision_id: (
+                execution_id,
+                bool(success),
+                _no_evidence(bool(cancelled), bool(ungraded)),
+            )
+            for execution_id, decision_id, success, cancelled, ungraded in connection.execute(
+                started
+            )
         }
         final = final_evaluations(
             connection, started.with_only_columns(executions.c.id).order_by(None)
@@ -103,9 +112,9 @@ def read_logged_outcomes(engine: Engine) -> LoggedOutcomes:
     for decision in decisions:
         started_execution = by_decision.get(decision.id)
         if started_execution is not None:
-            execution_id, success, cancelled = started_execution
-            if cancelled:
-                read.left_out[CANCELLED] += 1
+            execution_id, success, no_evidence = started_execution
+            if no_evidence is not None:
+                read.left_out[no_evidence] += 1
                 continue
             quality = final_quality(final, execution_id)
         elif decision.selected_agent in failed_agents[decision.task_id]:
@@ -118,6 +127,13 @@ def read_logged_outcomes(engine: Engine) -> LoggedOutcomes:
             continue
         read.logs.append(LoggedOutcome(decision=decision, success=success, quality=quality))
     return read
+
+
+def _no_evidence(cancelled: bool, ungraded: bool) -> str | None:
+    """Why an execution is no evidence about its agent (a `left_out` reason); None if it is."""
+    if cancelled:
+        return CANCELLED
+    return UNGRADED if ungraded else None
 
 
 CLIPPED_MARK = "†"

@@ -136,6 +136,11 @@ def validate(
     table.add_row("tokens per task", "", "", f"{result.tokens_delta:+.1f}", "")
     table.add_row("latency per task (ms)", "", "", f"{result.latency_ms_delta:+.0f}", "")
     console.print(table)
+    if result.ungraded:
+        console.print(
+            f"Not compared: {len(result.ungraded)} ungraded (grader error) held-out tasks",
+            highlight=False,
+        )
     where = "includes" if result.verdict == "inconclusive" else "excludes"
     console.print(
         f"verdict: [bold]{result.verdict}[/bold] (the quality interval {where} 0); "

@@ -61,7 +61,7 @@ class _ExecutionFacts:
     success: bool
     latency_ms: float
     tokens: int
-    cancelled: bool
+    no_evidence: bool  # cancelled or ungraded: counts for no agent
 
 
 def _stored_executions(connection: Connection, ids: set[str]) -> dict[str, _ExecutionFacts]:
@@ -76,7 +76,7 @@ def _stored_executions(connection: Connection, ids: set[str]) -> dict[str, _Exec
             ex.c.success,
             ex.c.latency_ms,
             ex.c.tokens,
-            ex.c.cancelled,
+            ex.c.cancelled | ex.c.ungraded,
         ).where(ex.c.id.in_(ordered[start : start + 500]))
         for (
             execution_id,
@@ -85,10 +85,10 @@ def _stored_executions(connection: Connection, ids: set[str]) -> dict[str, _Exec
             success,
             latency,
             tokens,
-            cancelled,
+            no_evidence,
         ) in connection.execute(query):
             facts[execution_id] = _ExecutionFacts(
-                agent, task_type, bool(success), float(latency), int(tokens), bool(cancelled)
+                agent, task_type, bool(success), float(latency), int(tokens), bool(no_evidence)
             )
     return facts
 
@@ -101,7 +101,8 @@ def arm_increments(
     """Per (agent, task type) increments for the executions and evaluations just inserted.
 
     Each newly inserted execution counts once (n, success, latency, tokens) with the quality of
-    its final evaluation stored so far (0.0 if none); a cancelled one not at all. A newly
+    its final evaluation stored so far (0.0 if none); a cancelled or ungraded one (its grader
+    could not judge it) not at all. A newly
     inserted evaluation of an execution stored in an earlier batch that becomes that
     execution's final evaluation replaces the quality it was counted with: the increment is the
     difference. Both use `pool.outcomes`.
@@ -132,7 +133,7 @@ def arm_increments(
         )
 
     for execution in new_executions:
-        if execution.cancelled:  # no evidence about the agent
+        if execution.cancelled or execution.ungraded:  # no evidence about the agent
             continue
         quality = final_quality(final_now, execution.id)
         row = arm(execution.agent, execution.task_type)
@@ -156,7 +157,7 @@ def arm_increments(
         )
     for execution_id in sorted(changed):
         facts = stored[execution_id]
-        if facts.cancelled:
+        if facts.no_evidence:
             continue
         before = final_quality(final_before, execution_id)
         after = final_quality(final_now, execution_id)
@@ -207,7 +208,8 @@ def agent_task_summary(
 
     Each execution counts once with its own success flag (the arbiter's verdict) and the
     quality of its final (highest-iteration) evaluation, 0 if it was never evaluated; a
-    cancelled one not at all (`cancelled_executions` counts them). A group is `simulated`
+    cancelled or ungraded one not at all (`cancelled_executions` and `ungraded_executions`
+    count them). A group is `simulated`
     when any of its executions came from a scripted agent.
     """
     ex = schema.executions
@@ -219,7 +221,7 @@ def agent_task_summary(
         ex.c.latency_ms,
         ex.c.tokens,
         ex.c.simulated,
-    ).where(ex.c.cancelled == false())
+    ).where(ex.c.cancelled == false(), ex.c.ungraded == false())
     if since is not None:
         executions_query = executions_query.where(ex.c.timestamp >= to_utc(since))
     final = final_evaluations(

@@ -76,6 +76,7 @@ def execution_row(execution: Execution) -> dict[str, Any]:
         "tokens": execution.tokens_used,
         "simulated": execution.simulated,
         "cancelled": execution.cancelled,
+        "ungraded": execution.ungraded,
         "payload": stored_payload(execution),
     }
 

@@ -102,6 +102,8 @@ executions = Table(
     Column("tokens", TokenSum, nullable=False),  # over its iterations
     Column("simulated", Boolean, nullable=False),
     Column("cancelled", Boolean, nullable=False, server_default=false()),
+    # the grader could not judge the final answer: no evidence about the agent (migration 0012)
+    Column("ungraded", Boolean, nullable=False, server_default=false()),
     Column("payload", Json, nullable=False),
     Index("ix_executions_task_id", "task_id"),
     Index("ix_executions_agent_type_time", "agent", "task_type", "timestamp"),

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from datetime import date, datetime
 from pathlib import Path
 
-from sqlalchemy import Engine, func, select, true
+from sqlalchemy import ColumnElement, Engine, func, select, true
 
 from agent_agency.data_point import DataPoint
 from agent_agency.pool import arm_totals, schema
@@ -274,8 +274,15 @@ class SqlStore(Store):
             )
 
     def cancelled_executions(self, since: datetime | None = None) -> int:
+        return self._count_executions(schema.executions.c.cancelled, since)
+
+    def ungraded_executions(self, since: datetime | None = None) -> int:
+        return self._count_executions(schema.executions.c.ungraded, since)
+
+    def _count_executions(self, flag: ColumnElement[bool], since: datetime | None) -> int:
+        """How many executions have the boolean column `flag` set (since `since`)."""
         ex = schema.executions
-        query = select(func.count()).select_from(ex).where(ex.c.cancelled == true())
+        query = select(func.count()).select_from(ex).where(flag == true())
         if since is not None:
             query = query.where(ex.c.timestamp >= to_utc(since))
         with self._engine.connect() as connection:

@@ -210,13 +210,18 @@ class Store(ABC):
     def agent_task_summary(self, since: datetime | None = None) -> list[AgentTaskSummary]:
         """Per (agent, task type), from executions (since `since`): tasks, success rate,
         quality and latency. Each execution counts once with its own success flag and the
-        quality of its final evaluation, 0 if it was never evaluated; a cancelled one not at
-        all (`cancelled_executions` counts them). A group is `simulated` when any of its
-        executions came from a scripted agent."""
+        quality of its final evaluation, 0 if it was never evaluated; a cancelled or ungraded
+        one not at all (`cancelled_executions` and `ungraded_executions` count them). A group
+        is `simulated` when any of its executions came from a scripted agent."""
 
     @abstractmethod
     def cancelled_executions(self, since: datetime | None = None) -> int:
         """How many executions a stopped run cut off (since `since`)."""
+
+    @abstractmethod
+    def ungraded_executions(self, since: datetime | None = None) -> int:
+        """How many executions no grader could judge (since `since`): grader errors, which
+        count for no agent."""
 
     @abstractmethod
     def holds_data_points(self) -> bool:

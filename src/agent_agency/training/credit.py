@@ -48,9 +48,15 @@ def safety_failed(point: DataPoint) -> bool:
 def final_reward(point: DataPoint, override: float | None = None) -> float:
     """The trajectory's final reward: `override` (a person's rating) where given, else the
     recorded reward; 0 whenever the safety gate failed."""
-    if safety_failed(point):
+    return reward_after_rating(point.rl_labels.reward, safety_failed(point), override)
+
+
+def reward_after_rating(recorded: float, failed_safety: bool, override: float | None) -> float:
+    """`final_reward` from its parts: the recorded reward, whether the safety gate failed, and a
+    person's rating (None: none)."""
+    if failed_safety:
         return 0.0
-    return point.rl_labels.reward if override is None else override
+    return recorded if override is None else override
 
 
 def transitions(

@@ -1,11 +1,13 @@
 """Exporting a training batch from the pool: select, check the phase's prerequisites, write the
 format's files and record the batch.
 
-Two passes over the selected points, both through `Store.iter_batches` (train split only): the
-first notes what each point is (task, type, quality, reward; answers for DPO) and decides the
-batch (the format's and phase's filters, balance, preference pairs, group advantages) and checks
-the prerequisites before anything is written; the second streams the rows to the files. Memory
-holds a few fields per point, never the points.
+Two passes over the selected points, both streamed from the pool's train split
+(`pool.point_stream`): the first reads what each point is from its columns (task, type, quality,
+reward; the whole point only where its safety gate may have failed, or for DPO, whose pairs need
+the answers), decides the batch (the format's and phase's filters, balance, preference pairs,
+group advantages) and checks the prerequisites before anything is written; the second decodes
+the batch's points from their stored JSON and streams the rows to the file. Memory holds a few
+fields per point, never the points.
 
 A batch is recorded in `training_batches` (its selection and summary) with its points in
 `training_batch_points`, and described by `batch.json` beside its file. Its id is derived from
@@ -29,13 +31,25 @@ from sqlalchemy import insert, select
 
 from agent_agency.data_point import DataPoint
 from agent_agency.pool import schema
+from agent_agency.pool.point_stream import PointFacts, stream_facts, stream_points
 from agent_agency.pool.sql_store import SqlStore
 from agent_agency.records import GraderSpec, utcnow
 from agent_agency.training import formats
-from agent_agency.training.credit import final_reward, group_advantages, transitions
+from agent_agency.training.credit import (
+    group_advantages,
+    reward_after_rating,
+    safety_failed,
+    transitions,
+)
 from agent_agency.training.feedback import Feedback, latest_feedback
 from agent_agency.training.formats import Format
-from agent_agency.training.selection import Selection, balanced, iter_selected
+from agent_agency.training.selection import (
+    Selection,
+    balanced,
+    iter_selected,
+    time_range,
+    train_points,
+)
 from agent_agency.training_settings import PREREQUISITES, Phase, Prerequisite, TrainingSettings
 
 DEFAULT_PHASE: dict[Format, Phase | None] = {
@@ -76,6 +90,48 @@ class _Info:
     reward: float
     rated: bool
     answer: str | None
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """What the first pass reads of a point: from the decoded point, or from its columns."""
+
+    id: str
+    task_id: str
+    task_type: str
+    timestamp: datetime
+    success: bool
+    quality: float  # the evaluation's quality score
+    reward: float  # the recorded reward
+    safety_failed: bool
+    answer: str | None = None
+
+    @classmethod
+    def of_point(cls, point: DataPoint) -> _Facts:
+        return cls(
+            point.id,
+            point.task.task_id,
+            point.task.task_type,
+            point.timestamp,
+            point.execution.success,
+            point.evaluation.quality_score,
+            point.rl_labels.reward,
+            safety_failed(point),
+            formats.final_answer(point),
+        )
+
+    @classmethod
+    def of_columns(cls, stored: PointFacts) -> _Facts:
+        return cls(
+            stored.id,
+            stored.task_id,
+            stored.task_type,
+            stored.timestamp,
+            stored.success,
+            stored.quality,
+            stored.reward,
+            stored.point is not None and safety_failed(stored.point),
+        )
 
 
 @dataclass(frozen=True)
@@ -166,24 +222,39 @@ def _first_pass(
     *,
     keep_answers: bool,
 ) -> list[_Info]:
+    """What each selected point is. From the points' columns alone (their payloads are decoded
+    only where the safety gate may have failed), unless the answers are kept (DPO)."""
+    if keep_answers:
+        facts: Iterator[_Facts] = (
+            _Facts.of_point(point) for point in iter_selected(store, selection, now=now)
+        )
+    else:
+        where, span = train_points(selection), time_range(selection, now)
+        facts = (
+            _Facts.of_columns(stored)
+            for stored in stream_facts(store.engine, where, span)
+            if selection.include_failures or stored.success
+        )
     infos = []
-    for point in iter_selected(store, selection, now=now):
-        rating = ratings.get(point.id)
-        reward = final_reward(point, None if rating is None else rating.score)
-        quality = point.evaluation.quality_score if rating is None else reward
+    for fact in facts:
+        rating = ratings.get(fact.id)
+        reward = reward_after_rating(
+            fact.reward, fact.safety_failed, None if rating is None else rating.score
+        )
+        quality = fact.quality if rating is None else reward
         if quality < selection.min_quality:  # a person's rating below the bar takes it out
             continue
         infos.append(
             _Info(
-                point.id,
-                point.task.task_id,
-                point.task.task_type,
-                point.timestamp,
-                point.execution.success,
+                fact.id,
+                fact.task_id,
+                fact.task_type,
+                fact.timestamp,
+                fact.success,
                 quality,
                 reward,
                 rating is not None,
-                formats.final_answer(point) if keep_answers else None,
+                fact.answer,
             )
         )
     return infos
@@ -376,9 +447,9 @@ def _rows(
     ratings: Mapping[str, Feedback],
     gamma: float,
 ) -> Iterator[Any]:
-    wanted = set(plan.ids)
-    for index, point in enumerate(
-        point for point in iter_selected(store, selection, now=now) if point.id in wanted
+    where, span = train_points(selection), time_range(selection, now)
+    for index, (point, stored_json) in enumerate(
+        stream_points(store.engine, where, span, wanted=set(plan.ids))
     ):
         info = plan.infos[point.id]
         if format_ == "trl-sft":
@@ -393,7 +464,7 @@ def _rows(
             yield from _dpo_rows(point, plan, ratings)
         else:
             rating = ratings.get(point.id)
-            yield formats.jsonl_row(point, _credit(point, info, plan, rating, gamma))
+            yield formats.jsonl_row(stored_json, _credit(point, info, plan, rating, gamma))
 
 
 def _dpo_rows(point: DataPoint, plan: Plan, ratings: Mapping[str, Feedback]) -> Iterator[Any]:

@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -136,9 +136,9 @@ def openrlhf_row(point: DataPoint, grader: GraderSpec | None, reward: float) -> 
     }
 
 
-def jsonl_row(point: DataPoint, credit: dict[str, Any]) -> str:
+def jsonl_row(stored_json: str, credit: dict[str, Any]) -> str:
     """The point's stored JSON as it is, with its credit beside it (no re-encoding of the point)."""
-    return f'{{"point":{point.model_dump_json()},"credit":{json.dumps(credit)}}}'
+    return f'{{"point":{stored_json},"credit":{_encode(credit).decode()}}}'
 
 
 @dataclass(frozen=True)
@@ -147,13 +147,26 @@ class Written:
     rows: int
 
 
+def _json_encoder() -> Callable[[Any], bytes]:
+    """JSON text as UTF-8: orjson's where it is installed (the `fast-export` extra; several
+    times faster), else the standard library's."""
+    try:
+        import orjson
+    except ImportError:
+        return lambda value: json.dumps(value, ensure_ascii=False).encode()
+    return orjson.dumps
+
+
+_encode = _json_encoder()
+
+
 def write_jsonl(path: Path, rows: Iterable[dict[str, Any] | str]) -> Written:
     """Rows (objects, or their JSON text) one a line, streamed."""
     count = 0
-    with path.open("w", encoding="utf-8") as out:
+    with path.open("wb") as out:
         for row in rows:
-            out.write(row if isinstance(row, str) else json.dumps(row, ensure_ascii=False))
-            out.write("\n")
+            out.write(row.encode() if isinstance(row, str) else _encode(row))
+            out.write(b"\n")
             count += 1
     return Written(path, count)
 

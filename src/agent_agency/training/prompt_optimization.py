@@ -88,12 +88,19 @@ class CandidateResult:
     scores: list[TaskScore]
 
     @property
+    def graded(self) -> list[TaskScore]:
+        """The scores a grader could judge: a grader error is no evidence about the variant."""
+        return [score for score in self.scores if not score.ungraded]
+
+    @property
     def mean_quality(self) -> float:
-        return sum(score.quality for score in self.scores) / len(self.scores)
+        graded = self.graded
+        return sum(score.quality for score in graded) / len(graded) if graded else 0.0
 
     @property
     def success_rate(self) -> float:
-        return sum(score.success for score in self.scores) / len(self.scores)
+        graded = self.graded
+        return sum(score.success for score in graded) / len(graded) if graded else 0.0
 
     @property
     def mean_tokens(self) -> float:

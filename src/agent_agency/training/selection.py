@@ -1,7 +1,8 @@
-"""Which stored points a training export takes: a `Selection`, read through the `Store`.
+"""Which stored points a training export takes: a `Selection`, read from the pool.
 
-Points are read with `Store.iter_batches(split="train")`: held-out tasks never reach a training
-export, whatever the selection says, and what is read is what ingest stored, anonymized.
+Points are streamed from the pool's train split (`pool.point_stream`): held-out tasks never reach
+a training export, whatever the selection says, and what is read is what ingest stored,
+anonymized.
 """
 
 from __future__ import annotations
@@ -14,11 +15,10 @@ from datetime import datetime, timedelta
 from pydantic import Field, model_validator
 
 from agent_agency.data_point import DataPoint
-from agent_agency.pool.prepare import collector_paused
-from agent_agency.pool.store import Store
+from agent_agency.pool.batches import BatchFilter
+from agent_agency.pool.point_stream import TimeRange, stream_points
+from agent_agency.pool.sql_store import SqlStore
 from agent_agency.records import Record, Split, invalid, to_utc, utcnow
-
-READ_BATCH = 2000
 
 
 class Selection(Record):
@@ -51,39 +51,33 @@ class Selection(Record):
         return max(bounds) if bounds else None
 
 
+def train_points(selection: Selection) -> BatchFilter:
+    """The stored points a selection's columns take: train split only, whatever it says."""
+    return BatchFilter(
+        split=Split.TRAIN, task_types=tuple(selection.task_types), min_quality=selection.min_quality
+    )
+
+
+def time_range(selection: Selection, now: datetime) -> TimeRange:
+    newest = to_utc(selection.until) if selection.until is not None else None
+    return TimeRange(oldest=selection.oldest(now), newest=newest)
+
+
 def iter_selected(
-    store: Store, selection: Selection, *, now: datetime | None = None
+    store: SqlStore, selection: Selection, *, now: datetime | None = None
 ) -> Iterator[DataPoint]:
     """The train-split points `selection` takes, oldest first (balance not applied)."""
-    oldest = selection.oldest(now or utcnow())
-    newest = to_utc(selection.until) if selection.until is not None else None
-    batches = store.iter_batches(
-        size=READ_BATCH,
-        split=Split.TRAIN,
-        task_types=selection.task_types,
-        min_quality=selection.min_quality,
-    )
-    while True:
-        # A batch is thousands of acyclic objects freed by reference counting: the cyclic
-        # collector would walk them (and the whole heap) over and over, as in ingest.
-        with collector_paused():
-            batch = next(batches, None)
-        if batch is None:
-            return
-        for point in batch.points:
-            if point.task.split != Split.TRAIN:  # the query's guarantee, kept here as well
-                continue
-            if oldest is not None and point.timestamp < oldest:
-                continue
-            if newest is not None and point.timestamp > newest:
-                return
-            if not selection.include_failures and not point.execution.success:
-                continue
-            yield point
+    span = time_range(selection, now or utcnow())
+    for point, _ in stream_points(store.engine, train_points(selection), span):
+        if point.task.split != Split.TRAIN:  # the query's guarantee, kept here as well
+            continue
+        if not selection.include_failures and not point.execution.success:
+            continue
+        yield point
 
 
 def select_points(
-    store: Store, selection: Selection, *, now: datetime | None = None
+    store: SqlStore, selection: Selection, *, now: datetime | None = None
 ) -> list[DataPoint]:
     """The points `selection` takes, balanced across task types when it asks."""
     points = list(iter_selected(store, selection, now=now))

@@ -29,6 +29,7 @@ class TaskScore:
     tokens: int
     latency_ms: float
     error: str | None = None  # why it failed, when it did
+    ungraded: bool = False  # no grader could judge the answer (`error` says why): not a failure
 
 
 def _score(outcome: TaskOutcome) -> TaskScore:
@@ -42,6 +43,7 @@ def _score(outcome: TaskOutcome) -> TaskScore:
         tokens=sum(execution.tokens_used for execution in executions),
         latency_ms=sum(execution.latency_ms for execution in executions),
         error=None if outcome.success else (outcome.error or outcome.execution.failure_reason),
+        ungraded=outcome.grading_error is not None,
     )
 
 

@@ -4,7 +4,9 @@ Both answer the same held-out tasks in the same run. For each task the differenc
 baseline is taken (success as 0/1, quality, tokens, latency); the deltas are their means over
 the tasks, and the 95% intervals of the success and quality deltas come from a paired bootstrap
 (tasks resampled with replacement, seeded, percentile interval). The verdict reads the quality
-interval: `better` when it lies above 0, `worse` when below, else `inconclusive`.
+interval: `better` when it lies above 0, `worse` when below, else `inconclusive`. A task whose
+answer from either version no grader could judge (a grader error) is no evidence about either:
+it is left out of the pairs and listed in `ungraded`.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ class Validation:
     latency_ms_delta: float
     wall_s: float
     seed: int
+    ungraded: list[str]  # tasks left out: a grader could not judge one version's answer
 
     @property
     def n(self) -> int:
@@ -101,6 +104,7 @@ class Validation:
             "candidate": self.candidate,
             "baseline": self.baseline,
             "n": self.n,
+            "ungraded_tasks": self.ungraded,
             "split": Split.HELDOUT.value,
             "success_rate": self.success.figures(),
             "quality": self.quality.figures(),
@@ -134,6 +138,13 @@ async def validate(
     # for the other's calls would be charged their latency
     theirs = await score_tasks(baseline, tasks, config, on_task_done, databases=databases)
     ours = await score_tasks(candidate, tasks, config, on_task_done, databases=databases)
+    graded = [not (a.ungraded or b.ungraded) for a, b in zip(ours, theirs, strict=True)]
+    if not any(graded):
+        reason = next(s.error for s in (*ours, *theirs) if s.ungraded)
+        raise ValueError(f"tasks: no held-out task could be graded for both versions: {reason}")
+    ungraded = [task.id for task, kept in zip(tasks, graded, strict=True) if not kept]
+    ours = [score for score, kept in zip(ours, graded, strict=True) if kept]
+    theirs = [score for score, kept in zip(theirs, graded, strict=True) if kept]
 
     def mean_difference(values: Callable[[TaskScore], float]) -> float:
         return sum(values(a) - values(b) for a, b in zip(ours, theirs, strict=True)) / len(ours)
@@ -141,7 +152,7 @@ async def validate(
     return Validation(
         candidate=candidate.key,
         baseline=baseline.key,
-        tasks=[task.id for task in tasks],
+        tasks=[score.task_id for score in ours],
         candidate_scores=ours,
         baseline_scores=theirs,
         success=paired_delta(
@@ -152,4 +163,5 @@ async def validate(
         latency_ms_delta=mean_difference(lambda score: score.latency_ms),
         wall_s=time.perf_counter() - started,
         seed=seed,
+        ungraded=ungraded,
     )

@@ -1,0 +1,133 @@
+"""Streaming reads of stored points for bulk consumers (the training export): one query in
+(timestamp, id) order whose rows are fetched as the consumer goes (a server-side cursor on
+PostgreSQL), and nothing decoded that the consumer does not ask for.
+
+`stream_facts` reads a point's columns only (what the export plans a batch with); the JSON
+payload comes along only for a point whose safety gate may have failed, which the columns cannot
+tell. `stream_points` decodes the payloads of the points asked for, straight from their JSON text
+(pydantic's parser: no intermediate Python objects), and yields that text beside each point. What
+is read is what ingest stored: validated and anonymized.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Engine, Select, Text, case, cast, literal
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.sql.elements import ColumnElement
+
+from agent_agency.data_point import DataPoint
+from agent_agency.pool import schema
+from agent_agency.pool.batches import BatchFilter
+from agent_agency.records import to_utc
+
+# Rows fetched from the database at a time while streaming.
+FETCH_ROWS = 2000
+# A failed safety gate as pydantic writes it into the payload (fields in declaration order),
+# which SQLite stores unchanged: a prefilter, confirmed on the decoded point.
+_FAILED_SAFETY_TEXT = '%"name":"safety","passed":false%'
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    """The oldest and newest timestamps taken (None: unbounded)."""
+
+    oldest: datetime | None = None
+    newest: datetime | None = None
+
+
+@dataclass(frozen=True)
+class PointFacts:
+    """A stored point as its columns describe it. `point` is its decoded payload when its safety
+    gate may have failed (None otherwise: then it did not)."""
+
+    id: str
+    timestamp: datetime
+    task_id: str
+    task_type: str
+    success: bool
+    quality: float  # the evaluation's quality score
+    reward: float  # the recorded reward (`rl_labels.reward`)
+    point: DataPoint | None
+
+
+def _query(where: BatchFilter, span: TimeRange, *columns: Any) -> Select[Any]:
+    points = schema.data_points
+    query = where.query().with_only_columns(*columns)
+    if span.oldest is not None:
+        query = query.where(points.c.timestamp >= to_utc(span.oldest))
+    if span.newest is not None:
+        query = query.where(points.c.timestamp <= to_utc(span.newest))
+    return query
+
+
+def _payload_text() -> ColumnElement[str]:
+    """The payload's JSON text, as stored (SQLite) or as PostgreSQL renders its JSONB: read as
+    text, it is not decoded into Python objects on the way."""
+    return cast(schema.data_points.c.payload, Text)
+
+
+def _safety_may_have_failed(dialect: str) -> ColumnElement[bool]:
+    """True for every point whose safety gate failed (and, on SQLite, perhaps a few more, which
+    decoding the point tells apart)."""
+    payload = schema.data_points.c.payload
+    if dialect == "postgresql":
+        gates = cast(payload, JSONB)["evaluation"]["gates"]
+        return gates.contains(literal([{"name": "safety", "passed": False}], JSONB))
+    return _payload_text().like(_FAILED_SAFETY_TEXT)
+
+
+def _stream(engine: Engine, query: Select[Any]) -> Iterator[Any]:
+    with engine.connect() as connection:
+        result = connection.execution_options(stream_results=True, yield_per=FETCH_ROWS).execute(
+            query
+        )
+        yield from result
+
+
+def stream_facts(engine: Engine, where: BatchFilter, span: TimeRange) -> Iterator[PointFacts]:
+    """The stored points `where` and `span` take, oldest first, as `PointFacts`."""
+    points = schema.data_points
+    dialect = engine.dialect.name
+    payload = case((_safety_may_have_failed(dialect), _payload_text()), else_=None)
+    query = _query(
+        where,
+        span,
+        points.c.id,
+        points.c.timestamp,
+        points.c.task_id,
+        points.c.task_type,
+        points.c.success,
+        points.c.quality,
+        points.c.reward,
+        payload,
+    )
+    for point_id, stamp, task_id, task_type, success, quality, reward, text in _stream(
+        engine, query
+    ):
+        yield PointFacts(
+            point_id,
+            to_utc(stamp),
+            task_id,
+            task_type,
+            bool(success),
+            float(quality),
+            float(reward),
+            None if text is None else DataPoint.model_validate_json(text),
+        )
+
+
+def stream_points(
+    engine: Engine, where: BatchFilter, span: TimeRange, wanted: Collection[str] | None = None
+) -> Iterator[tuple[DataPoint, str]]:
+    """The stored points `where` and `span` take (only those whose ids are in `wanted`, when
+    given), oldest first, each with its JSON text as stored."""
+    points = schema.data_points
+    query = _query(where, span, points.c.id, _payload_text())
+    for point_id, text in _stream(engine, query):
+        if wanted is None or point_id in wanted:
+            yield DataPoint.model_validate_json(text), text
