@@ -75,9 +75,7 @@ def _pool(workdir: Path) -> tuple[Store, VersionRegistry]:
 
 
 def _heldout_points(store: Store) -> set[str]:
-    return {
-        point.id for batch in store.iter_batches(split=Split.HELDOUT) for point in batch.points
-    }
+    return {point.id for batch in store.iter_batches(split=Split.HELDOUT) for point in batch.points}
 
 
 @pytest.mark.timeout(600)

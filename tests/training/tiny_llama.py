@@ -83,8 +83,10 @@ def _rotary_rows(weight: Any, heads: int) -> Any:
     """A query or key projection's rows in llama.cpp's order (each head's rotary halves
     interleaved), as llama.cpp's own converter writes them."""
     rows = weight.shape[0]
-    return weight.reshape(heads, 2, rows // heads // 2, *weight.shape[1:]).swapaxes(1, 2).reshape(
-        weight.shape
+    return (
+        weight.reshape(heads, 2, rows // heads // 2, *weight.shape[1:])
+        .swapaxes(1, 2)
+        .reshape(weight.shape)
     )
 
 

@@ -127,7 +127,9 @@ def train(
             )
         except ValidationError as error:
             first = error.errors()[0]
-            raise fail(f"--{str(first['loc'][0]).replace('_', '-')}: {error_reason(first)}") from None
+            raise fail(
+                f"--{str(first['loc'][0]).replace('_', '-')}: {error_reason(first)}"
+            ) from None
         _train_lora(settings, phase, agent, run_settings, suite or [])  # type: ignore[arg-type]
         return
     _train_prompt(settings, agent, candidates, minibatch, demonstrations, seed, suite or [])
@@ -292,8 +294,11 @@ def _train_lora(
                 _say_stage(step, run, parent.key, name)
 
             def advance(update: TrainingProgress) -> None:
-                figures = [f"{label} {value:.4g}" for label, value in
-                           (("loss", update.loss), ("reward", update.reward)) if value is not None]
+                figures = [
+                    f"{label} {value:.4g}"
+                    for label, value in (("loss", update.loss), ("reward", update.reward))
+                    if value is not None
+                ]
                 progress.update(
                     bar,
                     completed=update.step,

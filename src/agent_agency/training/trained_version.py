@@ -161,7 +161,9 @@ def train_version(
     from agent_agency.agents.local import embedded_model_path
     from agent_agency.training.lora_gguf import convert_lora_to_gguf
 
-    adapter = convert_lora_to_gguf(result.adapter_dir, base or embedded_model_path(), run.adapter_file)
+    adapter = convert_lora_to_gguf(
+        result.adapter_dir, base or embedded_model_path(), run.adapter_file
+    )
     report("register", run)
     batch = run.record()["batch"]
     version = registry.register(
