@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("run_settings", "training_settings"),
     ("config",),
     ("runner", "training", "deploy", "coordination"),
+    ("version_training",),
     ("loop", "report"),
     ("service",),
     ("cli",),

@@ -19,7 +19,7 @@ from agent_agency.config import load_config
 from agent_agency.deploy.registry import VersionRegistry
 from agent_agency.pool.store import Store
 from agent_agency.records import Split
-from agent_agency.training.trained_version import LoraRunSettings, TrainingStopped, train_version
+from agent_agency.version_training import LoraRunSettings, TrainingStopped, train_version
 
 pytestmark = requires_train_extra
 

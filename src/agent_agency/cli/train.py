@@ -10,7 +10,14 @@ from types import FrameType
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from agent_agency.cli.options import (
@@ -33,7 +40,7 @@ from agent_agency.records import Split, new_id
 
 if TYPE_CHECKING:
     from agent_agency.training.phase_runs import PhaseRun
-    from agent_agency.training.trained_version import LoraPhase, LoraRunSettings, Stage
+    from agent_agency.version_training import LoraPhase, LoraRunSettings, Stage
 
 PHASES = ("prompt", "sft", "grpo")
 CURRICULA = ("complexity", "success-rate")
@@ -111,7 +118,7 @@ def train(
         from pydantic import ValidationError
 
         from agent_agency.records import error_reason
-        from agent_agency.training.trained_version import LoraRunSettings
+        from agent_agency.version_training import LoraRunSettings
 
         try:
             run_settings = LoraRunSettings(
@@ -256,7 +263,7 @@ def _train_lora(
     from agent_agency.training.extra import TrainExtraMissing
     from agent_agency.training.outcome import TrainingProgress
     from agent_agency.training.run_dir import CheckpointMismatch
-    from agent_agency.training.trained_version import (
+    from agent_agency.version_training import (
         NotTrainable,
         TrainingStopped,
         check_can_train,
@@ -410,7 +417,7 @@ def _stop_requests() -> Iterator[_StopRequests]:
 
 
 @contextmanager
-def _progress_bar() -> Iterator[tuple[Progress, int]]:
+def _progress_bar() -> Iterator[tuple[Progress, TaskID]]:
     with Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),

@@ -23,12 +23,6 @@ if TYPE_CHECKING:
     from agent_agency.training.outcome import TrainingProgress, TrainingResult
     from agent_agency.training.run_dir import CheckpointMismatch
     from agent_agency.training.sft import train_sft
-    from agent_agency.training.trained_version import (
-        LoraRunSettings,
-        NotTrainable,
-        TrainingStopped,
-        train_version,
-    )
 
 _HOMES = {
     "TrainingConfig": "configs",
@@ -43,29 +37,21 @@ _HOMES = {
     "TrainingResult": "outcome",
     "CheckpointMismatch": "run_dir",
     "train_sft": "sft",
-    "LoraRunSettings": "trained_version",
-    "NotTrainable": "trained_version",
-    "TrainingStopped": "trained_version",
-    "train_version": "trained_version",
 }
 
 __all__ = [
     "AdapterConversionError",
     "CheckpointMismatch",
     "GRPOTrainingConfig",
-    "LoraRunSettings",
-    "NotTrainable",
     "RewardFunction",
     "SFTTrainingConfig",
     "TrainExtraMissing",
     "TrainingConfig",
     "TrainingProgress",
     "TrainingResult",
-    "TrainingStopped",
     "convert_lora_to_gguf",
     "train_grpo",
     "train_sft",
-    "train_version",
 ]
 
 
