@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -193,3 +196,41 @@ def test_bad_requests_exit_2_and_change_nothing(
     assert not list((thin / "runs").glob("*")) if (thin / "runs").exists() else True
     monkeypatch.chdir(workdir)
     assert versions() == ["sim@1", "tiny@1"]
+
+
+def _stop_at_a_checkpoint(workdir: Path, *args: str) -> tuple[int, str]:
+    """Run `agency train *args` in a process of its own, Ctrl-C it once it has saved a
+    checkpoint, and return its exit status and output."""
+    command = [sys.executable, "-c", "from agent_agency.entry import main; main()", *args]
+    process = subprocess.Popen(
+        command, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    before = set((workdir / "runs").glob("*/trainer/checkpoint-*"))
+    deadline = time.monotonic() + 300
+    while not set((workdir / "runs").glob("*/trainer/checkpoint-*")) - before:
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()[0]
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=300)
+    return process.returncode, output
+
+
+@pytest.mark.timeout(900)
+def test_ctrl_c_stops_at_a_checkpoint_and_the_same_command_resumes_there(workdir: Path) -> None:
+    command = ("train", "--phase", "sft", "--agent", "tiny", "--steps", "100000")
+    code, output = _stop_at_a_checkpoint(workdir, *command)
+    assert code == 130, output
+    assert "SFT stopped" in output and "stopped at step" in output and "Traceback" not in output
+    [run] = (workdir / "runs").glob("*/trainer")
+    first = max(int(path.name.split("-")[1]) for path in run.glob("checkpoint-*"))
+
+    code, output = _stop_at_a_checkpoint(workdir, *command)
+    assert code == 130, output
+    assert "resuming run" in output
+    later = max(int(path.name.split("-")[1]) for path in run.glob("checkpoint-*"))
+    assert later > first  # it went on from the first stop, in the same run
+    store, registry = _pool(workdir)
+    try:
+        assert [version.key for version in registry.list("tiny")] == ["tiny@1"]
+    finally:
+        store.close()

@@ -259,14 +259,13 @@ def _train_lora(
     suite: list[Path],
 ) -> None:
     """`--phase sft|grpo`: train_version with a progress bar; every failure exits 2."""
-    from agent_agency.deploy.registry import UnknownVersion, resolve
+    from agent_agency.deploy.registry import UnknownVersion
     from agent_agency.training.extra import TrainExtraMissing
     from agent_agency.training.outcome import TrainingProgress
     from agent_agency.training.run_dir import CheckpointMismatch
     from agent_agency.version_training import (
         NotTrainable,
         TrainingStopped,
-        check_can_train,
         train_version,
     )
 
@@ -282,23 +281,10 @@ def _train_lora(
     suite_files = [Path(path) for path in suite]
     with open_store(settings, create=False, writes=True) as store:
         registry = registry_of(store, settings)
-        try:
-            parent = resolve(settings, registry, agent)
-            registry.get(parent.key)
-            check_can_train(parent, run_settings.device)
-        except (UnknownVersion, NotTrainable) as error:
-            raise fail(f"--agent: {error}") from None
-        except TrainExtraMissing as error:
-            raise fail(f"--phase {phase}: {error}") from None
-        except ValueError as error:
-            raise fail(f"--{error}") from None
-        if not store.holds_data_points():
-            raise fail("the pool holds no data points yet; run `agency run` first")
-
         with _stop_requests() as stopping, _progress_bar() as (progress, bar):
 
             def stage(step: Stage, run: PhaseRun) -> None:
-                _say_stage(step, run, parent.key, name)
+                _say_stage(step, run, name)
 
             def advance(update: TrainingProgress) -> None:
                 figures = [
@@ -318,7 +304,7 @@ def _train_lora(
                     settings,
                     store,
                     registry,
-                    parent.key,
+                    agent,
                     phase,
                     run_settings,
                     suite_files=suite_files,
@@ -339,16 +325,20 @@ def _train_lora(
                 )
                 terminated = isinstance(stop, Terminated)
                 raise typer.Exit(128 + (signal.SIGTERM if terminated else signal.SIGINT)) from None
+            except (UnknownVersion, NotTrainable) as error:
+                raise fail(f"--agent: {error}") from None
+            except TrainExtraMissing as error:
+                raise fail(f"--phase {phase}: {error}") from None
             except CheckpointMismatch as error:
                 raise fail(
                     f"{error} (the unfinished run of this command: rerun it with the options it "
                     "started with to resume, or pass --restart to start a new run; its files stay)"
                 ) from None
-            except (TrainExtraMissing, ValueError) as error:
+            except ValueError as error:  # ExportError (the pool falls short) included
                 raise fail(error) from None
     metrics = version.lineage.metrics
     console.print(
-        f"Registered [bold]{version.key}[/bold] (candidate, parent {parent.key}, adapter "
+        f"Registered [bold]{version.key}[/bold] (candidate, parent {version.parent}, adapter "
         f"{version.spec.adapter}): {metrics['steps']} steps on {metrics['rows']} rows of batch "
         f"{version.lineage.config['batch_id']}, {_last(metrics, 'loss_curve', 'loss')}"
         f"{_last(metrics, 'reward_curve', ', reward')} in {metrics['train_wall_s']:.1f} s of "
@@ -366,9 +356,10 @@ def _last(metrics: dict[str, object], curve: str, label: str) -> str:
     return f"{label} {points[0][1]:.4g} → {points[-1][1]:.4g}"
 
 
-def _say_stage(stage: Stage, run: PhaseRun, parent: str, name: str) -> None:
+def _say_stage(stage: Stage, run: PhaseRun, name: str) -> None:
     if stage == "export":
         what = "resuming run" if run.resumed else "new run"
+        parent = run.record().get("parent")
         console.print(f"{name} of {parent}: {what} {run.path}", highlight=False)
     elif stage == "train":
         batch = run.record().get("batch", {})
