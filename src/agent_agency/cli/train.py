@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
+from signal import SIGINT, SIGTERM
 from types import FrameType
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
-    TaskID,
     TextColumn,
     TimeElapsedColumn,
 )
@@ -188,13 +186,7 @@ def _train_prompt(
         try:
             with (
                 sigterm_raises(),
-                Progress(
-                    TextColumn("[progress.description]{task.description}"),
-                    BarColumn(),
-                    MofNCompleteColumn(),
-                    TimeElapsedColumn(),
-                    console=console,
-                ) as progress,
+                _progress() as progress,
             ):
                 bar = progress.add_task("task runs", total=total)
                 result = run_stoppable(
@@ -281,7 +273,8 @@ def _train_lora(
     suite_files = [Path(path) for path in suite]
     with open_store(settings, create=False, writes=True) as store:
         registry = registry_of(store, settings)
-        with _stop_requests() as stopping, _progress_bar() as (progress, bar):
+        with _StopRequests() as stopping, _progress() as progress:
+            bar = progress.add_task("steps", total=None)
 
             def stage(step: Stage, run: PhaseRun) -> None:
                 _say_stage(step, run, name)
@@ -364,7 +357,7 @@ def _say_stage(stage: Stage, run: PhaseRun, name: str) -> None:
     elif stage == "train":
         batch = run.record().get("batch", {})
         console.print(
-            f"batch {batch.get('id')}: {len(batch.get('point_ids', [])):,} rows of the train "
+            f"batch {batch.get('id')}: {len(batch.get('point_ids', [])):,} points of the train "
             "split (anonymized); loading the base model",
             highlight=False,
         )
@@ -377,6 +370,15 @@ class _StopRequests:
 
     def __init__(self) -> None:
         self.signals: list[int] = []
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _StopRequests:
+        self._previous = {s: signal.signal(s, self.handle) for s in (SIGINT, SIGTERM)}
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
 
     def requested(self) -> bool:
         return bool(self.signals)
@@ -394,26 +396,11 @@ class _StopRequests:
         )
 
 
-@contextmanager
-def _stop_requests() -> Iterator[_StopRequests]:
-    requests = _StopRequests()
-    previous = {
-        signum: signal.signal(signum, requests.handle) for signum in (signal.SIGINT, signal.SIGTERM)
-    }
-    try:
-        yield requests
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
-@contextmanager
-def _progress_bar() -> Iterator[tuple[Progress, TaskID]]:
-    with Progress(
+def _progress() -> Progress:
+    return Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=console,
-    ) as progress:
-        yield progress, progress.add_task("steps", total=None)
+    )
