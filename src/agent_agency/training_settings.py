@@ -9,6 +9,7 @@ Pipeline"), `laptop` is small enough for the embedded loop to train within minut
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
@@ -72,6 +73,13 @@ class TrainingSettings(Section):
         le=1.0,
         description="least reward difference between two answers to one prompt that makes them "
         "a preference pair for DPO",
+    )
+
+    runs_dir: Path = Field(
+        default=Path("training-runs"),
+        description="where `agency train --phase sft|grpo` keeps each run (its data batch, "
+        "checkpoints, and the adapter the trained version runs with); relative to the working "
+        "directory",
     )
 
     def prerequisite(self, phase: Phase) -> Prerequisite:

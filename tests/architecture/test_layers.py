@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("run_settings", "training_settings", "deploy_settings"),
     ("config",),
     ("runner", "training", "deploy", "coordination", "erasure"),
-    ("jobs",),
+    ("jobs", "version_training"),
     ("loop", "report"),
     ("service",),
     ("cli",),

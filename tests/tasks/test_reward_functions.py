@@ -67,3 +67,24 @@ def test_bad_input_is_a_clear_error() -> None:
         ValueError, match="expected text or a conversation with an? 'assistant' turn"
     ):
         reward(["a"], [[{"role": "user", "content": "1"}]], reference=[{"answer": 1}])
+
+
+def test_task_reward_grades_each_row_by_its_own_grader_as_a_trl_grpo_export_names_it() -> None:
+    from agent_agency.tasks.graders import task_reward
+
+    completions = [[{"role": "assistant", "content": text}] for text in ("4", "Paris", "x", "y")]
+    rewards = task_reward(
+        prompts=["2 + 2?", "Capital of France?", "?", "?"],
+        completions=completions,
+        grader=["exact-number", "python-function", "nope", "exact-number"],
+        reference=[
+            json.dumps({"answer": 4}),
+            json.dumps({"function": "user_graders:contains", "expected": "Paris"}),
+            "{}",
+            "{not json",
+        ],
+        task_id=["a", "b", "c", "d"],  # the export's other columns reach it too
+        trainer_state=None,
+    )
+    # an unknown kind and a bad reference are the task's fault: no opinion, never a crash
+    assert rewards == [1.0, 1.0, None, None]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tiny_llama import save_tiny_llama
+from tiny_llama import save_tiny_llama, save_tiny_llama_gguf
 
 from agent_agency.training.extra import missing_train_modules
 
@@ -16,3 +16,10 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if missing_train_modules():
         pytest.skip('the "train" extra is not installed')
     return save_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
+
+
+@pytest.fixture(scope="session")
+def tiny_gguf(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny model as a llama GGUF with its tokenizer: the local backend serves it."""
+    pytest.importorskip("llama_cpp")
+    return save_tiny_llama_gguf(tiny_model_dir, tmp_path_factory.mktemp("tiny-gguf") / "tiny.gguf")

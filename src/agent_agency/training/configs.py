@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import ConfigDict, Field, model_validator
 from pydantic.dataclasses import dataclass
+
+from agent_agency.training.device import Device
 
 # Where and how often a run writes, and on which device and threads it runs, do not change what
 # it learns: a run may resume with other values of these.
@@ -44,7 +46,12 @@ class TrainingConfig:
     save_steps: int = Field(default=10, gt=0, description="a checkpoint every this many steps")
     logging_steps: int = Field(default=1, gt=0)
     seed: int = 0
-    device: Literal["auto", "cpu", "cuda"] = Field(
+    shuffle: bool = Field(
+        default=True,
+        description="draw the rows in a random order each epoch; False: in the order given "
+        "(a curriculum)",
+    )
+    device: Device = Field(
         default="auto", description="auto: a CUDA GPU when torch sees one, else the CPU"
     )
     cpu_threads: int | None = Field(

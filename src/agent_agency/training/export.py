@@ -161,6 +161,9 @@ class ExportResult:
     rows: int
     summary: dict[str, Any]
     new: bool  # False: the same batch was exported before
+    # the batch's points in the order of the rows (row i is point_ids[i], except for trl-dpo,
+    # whose pairs a point may anchor several of)
+    point_ids: list[str] = field(default_factory=list)
 
 
 def export_batch(
@@ -211,7 +214,7 @@ def export_batch(
     document = {"id": batch_id, "file": path.name, **summary}
     (out / BATCH_FILE).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     new = _record(store, batch_id, phase, settings.profile, selection, format_, summary, plan.ids)
-    return ExportResult(batch_id, out, path, written.rows, summary, new)
+    return ExportResult(batch_id, out, path, written.rows, summary, new, plan.ids)
 
 
 def _first_pass(

@@ -15,7 +15,7 @@ from typing import Any
 
 from agent_agency.training.configs import GRPOTrainingConfig, run_identity
 from agent_agency.training.extra import prepare_training_imports
-from agent_agency.training.outcome import ProgressCallback, TrainingResult
+from agent_agency.training.outcome import ProgressCallback, StopRequested, TrainingResult
 from agent_agency.training.run_dir import RunDirectory, data_fingerprint
 from agent_agency.training.sft import render_conversation
 
@@ -69,9 +69,11 @@ def train_grpo(
     rewards: Sequence[RewardFunction],
     *,
     progress: ProgressCallback | None = None,
+    stop: StopRequested | None = None,
 ) -> TrainingResult:
     """Train a LoRA on `rows` with `GRPOTrainer`, the rewards summed per completion, resuming
-    from the last checkpoint of the same run in `config.output_dir`."""
+    from the last checkpoint of the same run in `config.output_dir`. `stop` is asked after each
+    step: True saves a checkpoint there and ends the run (`stopped`)."""
     started = time.perf_counter()
     examples = grpo_examples(rows)
     identity = {**run_identity(config), "rewards": reward_names(rewards)}
@@ -95,6 +97,7 @@ def train_grpo(
         max_completion_length=config.max_completion_length,
         temperature=config.temperature,
         beta=config.beta,
+        shuffle_dataset=config.shuffle,
     )
     trainer = GRPOTrainer(
         model=model,
@@ -104,5 +107,5 @@ def train_grpo(
         processing_class=tokenizer,
         peft_config=session.lora_config(config),
     )
-    session.attach_progress(trainer, progress)
+    session.attach_callbacks(trainer, progress, stop)
     return session.train_to_end(trainer, config, run_dir, resume_from, started)

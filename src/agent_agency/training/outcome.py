@@ -20,6 +20,7 @@ class TrainingProgress:
 
 
 ProgressCallback = Callable[[TrainingProgress], None]
+StopRequested = Callable[[], bool]  # asked after each step: True saves a checkpoint and stops
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,8 @@ class TrainingResult:
     """A finished run: where its LoRA adapter is (PEFT format) and how training went.
 
     Curves are `(step, value)` pairs as logged, those of earlier sessions of a resumed run
-    included; `wall_time_s` is this session's.
+    included; `wall_time_s` is this session's. `stopped`: the run was asked to stop before
+    `max_steps` and saved a checkpoint at `steps` to resume from (no adapter was saved).
     """
 
     trainer: str
@@ -35,5 +37,6 @@ class TrainingResult:
     steps: int
     wall_time_s: float
     resumed_from_step: int | None
+    stopped: bool = False
     loss_curve: list[tuple[int, float]] = field(default_factory=list)
     reward_curve: list[tuple[int, float]] = field(default_factory=list)

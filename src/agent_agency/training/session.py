@@ -25,7 +25,13 @@ from transformers import (
 
 from agent_agency.agents.local import default_threads
 from agent_agency.training.configs import TrainingConfig
-from agent_agency.training.outcome import ProgressCallback, TrainingProgress, TrainingResult
+from agent_agency.training.device import trains_on_cpu
+from agent_agency.training.outcome import (
+    ProgressCallback,
+    StopRequested,
+    TrainingProgress,
+    TrainingResult,
+)
 from agent_agency.training.run_dir import CHECKPOINT_PREFIX, RunDirectory
 
 # Checkpoints kept: the last one to resume from, and the one before in case the last is damaged.
@@ -34,14 +40,7 @@ CHECKPOINTS_KEPT = 2
 
 def runs_on_cpu(config: TrainingConfig) -> bool:
     """Whether `config.device` means the CPU here; ValueError if it asks for a GPU torch lacks."""
-    cuda = torch.cuda.is_available()
-    if config.device == "cuda" and not cuda:
-        build = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}"
-        raise ValueError(
-            f"device: 'cuda' was asked for but torch ({torch.__version__}, {build}) sees no "
-            "CUDA GPU; use device 'auto' or 'cpu'"
-        )
-    return config.device == "cpu" or not cuda
+    return trains_on_cpu(config.device)
 
 
 def common_arguments(config: TrainingConfig, *, show_tqdm: bool) -> dict[str, Any]:
@@ -117,12 +116,31 @@ class ProgressReporter(TrainerCallback):
         self._send(state)
 
 
-def attach_progress(trainer: Trainer, progress: ProgressCallback | None) -> None:
+class StopWhenAsked(TrainerCallback):
+    """After each step, asks `stop_requested`; when it says so, the trainer saves a checkpoint
+    of the step it reached and stops (a rerun of the same run resumes from it)."""
+
+    def __init__(self, stop_requested: StopRequested) -> None:
+        self._stop_requested = stop_requested
+
+    def on_step_end(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **_: Any
+    ) -> None:
+        if state.global_step < state.max_steps and self._stop_requested():
+            control.should_save = True
+            control.should_training_stop = True
+
+
+def attach_callbacks(
+    trainer: Trainer, progress: ProgressCallback | None, stop: StopRequested | None
+) -> None:
     """Send `trainer`'s progress to `progress` instead of printing its logs (without one, the
-    trainer's own progress bar is shown)."""
+    trainer's own progress bar is shown), and let `stop` end the run after any step."""
     if progress is not None:
         trainer.remove_callback(PrinterCallback)
         trainer.add_callback(ProgressReporter(progress))
+    if stop is not None:
+        trainer.add_callback(StopWhenAsked(stop))
 
 
 @contextlib.contextmanager
@@ -150,10 +168,13 @@ def train_to_end(
     resume_from: Path | None,
     started: float,
 ) -> TrainingResult:
-    """Train (from `resume_from` if given), save the adapter, and report the run."""
+    """Train (from `resume_from` if given), save the adapter, and report the run (a run asked to
+    stop saves its checkpoint, not the adapter)."""
     with cpu_threads(config):
         trainer.train(resume_from_checkpoint=None if resume_from is None else str(resume_from))
-    trainer.save_model(str(run_dir.adapter_dir))
+    stopped = trainer.state.global_step < config.max_steps
+    if not stopped:
+        trainer.save_model(str(run_dir.adapter_dir))
     history = trainer.state.log_history
     return TrainingResult(
         trainer=config.trainer,
@@ -165,6 +186,7 @@ def train_to_end(
         ),
         loss_curve=_curve(history, "loss"),
         reward_curve=_curve(history, "reward"),
+        stopped=stopped,
     )
 
 

@@ -19,7 +19,7 @@ from agent_agency.agents.local import render_for_chat_template
 from agent_agency.records import Message, error_reason
 from agent_agency.training.configs import SFTTrainingConfig, run_identity
 from agent_agency.training.extra import prepare_training_imports
-from agent_agency.training.outcome import ProgressCallback, TrainingResult
+from agent_agency.training.outcome import ProgressCallback, StopRequested, TrainingResult
 from agent_agency.training.run_dir import RunDirectory, data_fingerprint
 
 _MESSAGES = TypeAdapter(list[Message])
@@ -83,9 +83,11 @@ def train_sft(
     rows: Iterable[Mapping[str, Any]],
     *,
     progress: ProgressCallback | None = None,
+    stop: StopRequested | None = None,
 ) -> TrainingResult:
     """Train a LoRA on `rows` with `SFTTrainer`, resuming from the last checkpoint of the same
-    run in `config.output_dir`; the adapter is saved in PEFT format under `adapter/`."""
+    run in `config.output_dir`; the adapter is saved in PEFT format under `adapter/`. `stop` is
+    asked after each step: True saves a checkpoint there and ends the run (`stopped`)."""
     started = time.perf_counter()
     examples = sft_examples(rows)
     prepare_training_imports()
@@ -104,10 +106,14 @@ def train_sft(
     model, tokenizer = load_base_model(source)
     trainer = SFTTrainer(
         model=model,
-        args=SFTConfig(**arguments, max_length=config.max_length),
+        args=SFTConfig(
+            **arguments,
+            max_length=config.max_length,
+            train_sampling_strategy="random" if config.shuffle else "sequential",
+        ),
         train_dataset=Dataset.from_list(examples),
         processing_class=tokenizer,
         peft_config=session.lora_config(config),
     )
-    session.attach_progress(trainer, progress)
+    session.attach_callbacks(trainer, progress, stop)
     return session.train_to_end(trainer, config, run_dir, resume_from, started)

@@ -22,7 +22,7 @@ from agent_agency.tasks.graders.registry import (
     register_grader,
     validate_grader_spec,
 )
-from agent_agency.tasks.graders.rewards import RewardFunction, reward_function
+from agent_agency.tasks.graders.rewards import RewardFunction, reward_function, task_reward
 from agent_agency.tasks.graders.text import matchable_text
 
 __all__ = [
@@ -39,5 +39,6 @@ __all__ = [
     "matchable_text",
     "register_grader",
     "reward_function",
+    "task_reward",
     "validate_grader_spec",
 ]

@@ -7,6 +7,9 @@ a `reference` column (a JSON object, or its text), else from the columns named a
 reference fields (`answer=[...]`, `abs_tol=[...]`). Prompts and completions may be text or
 conversations (`[{"role": "assistant", "content": ...}]`): the last user turn of a prompt and the
 last assistant turn of a completion are graded.
+
+`task_reward` scores rows of mixed tasks (a trl-grpo export): each sample by its own task's
+grader, named by the `grader` column.
 """
 
 from __future__ import annotations
@@ -46,6 +49,31 @@ def reward_function(kind: str) -> RewardFunction:
 
     reward.__name__ = f"{kind.replace('-', '_')}_reward"  # the name TRL logs the reward under
     return reward
+
+
+def task_reward(
+    prompts: Sequence[Any],
+    completions: Sequence[Any],
+    grader: Sequence[str],
+    reference: Sequence[Any],
+    **_: Any,
+) -> list[float | None]:
+    """Each sample scored by the grader its `grader` column names, against its `reference`:
+    the reward of rows that mix tasks (a trl-grpo export). A sample the grader cannot grade (an
+    unknown kind, a bad reference, a grader that fails) gets None, TRL's "no opinion": a
+    grader's error is never the answer's failure, nor the run's end."""
+    rewards: list[float | None] = []
+    functions: dict[str, RewardFunction] = {}
+    for index, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
+        try:
+            kind = grader[index]
+            if kind not in functions:
+                functions[kind] = reward_function(kind)
+            [score] = functions[kind]([prompt], [completion], reference=[reference[index]])
+        except ValueError:  # GraderError included
+            score = None
+        rewards.append(score)
+    return rewards
 
 
 def _references(
