@@ -8,7 +8,7 @@ import re
 import signal
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any, get_args
+from typing import TYPE_CHECKING, Annotated, Any, get_args
 
 import typer
 import yaml
@@ -44,6 +44,9 @@ from agent_agency.config import AgencyConfig, parse_config
 from agent_agency.pool.engine import shown_url
 from agent_agency.records import SplitChoice, utcnow
 from agent_agency.sections import ConfigError
+
+if TYPE_CHECKING:
+    from agent_agency.runner import RunReport
 
 SPLITS: tuple[str, ...] = get_args(SplitChoice)
 
@@ -222,7 +225,9 @@ def run(
         raise typer.Exit(128 + (signal.SIGTERM if terminated else signal.SIGINT)) from None
     _print_summary(report.summary, title="Run summary (agent × task type)")
     written = "not written" if report.summary_error else f"written to {report.summary_json}"
-    console.print(f"{_tasks(report.tasks)} in {report.wall_s:.1f} s; summary {written}")
+    console.print(
+        f"{_tasks(report.tasks)} in {report.wall_s:.1f} s (run {report.run_id}); summary {written}"
+    )
     if report.refused:
         console.print(
             f"Not in the summary: {_tasks(report.refused)} refused (no agent available)",
@@ -242,10 +247,41 @@ def run(
         )
     for files, why in spills:
         _print_spilled(files, why)
+    _print_unstored(report)
     if report.no_agent_answered:
         raise fail("no agent answered any task; see the failure reasons above")
     if report.summary_error:
         raise fail(f"{summary_option}: cannot write {report.summary_json}: {report.summary_error}")
+    if report.records_unstored:
+        raise typer.Exit(RECORDS_UNSTORED)
+
+
+RECORDS_UNSTORED = 3  # `agency run`'s exit status when records of the run could not be stored
+
+
+def _print_unstored(report: RunReport) -> None:
+    """Say which records of the run are not in the database, and where they are instead."""
+    if report.database_error:
+        err_console.print(
+            f"[yellow]warning:[/yellow] the database could not be read after the run "
+            f"({escape(report.database_error)}): the summary above is the run's own",
+            highlight=False,
+        )
+    if not report.records_unstored:
+        return
+    where = (
+        f"saved to {escape(', '.join(map(str, report.spilled)))}; store them with "
+        f"`agency replay FILE`"
+        if report.spilled
+        else "not saved anywhere (see the errors above)"
+    )
+    err_console.print(
+        f"[red]{report.unstored} records of run {report.run_id} are not in the database[/red] "
+        f"({escape(report.write_error or 'unknown reason')}): {where}; exit status "
+        f"{RECORDS_UNSTORED}",
+        soft_wrap=True,
+        highlight=False,
+    )
 
 
 def _print_spilled(files: list[Path], why: str | None) -> None:
@@ -303,7 +339,10 @@ def replay(
     config: ConfigOption = None,
 ) -> None:
     """Store records a run could not write (spilled to agency-unwritten-*.jsonl) into the pool."""
+    from sqlalchemy.exc import SQLAlchemyError
+
     from agent_agency.caws.audit import AuditLog
+    from agent_agency.db_errors import database_error_reason
     from agent_agency.tracking.tracker import ReplayRefused, read_spill, replay_spill
 
     settings = load_settings(config, db)
@@ -316,6 +355,12 @@ def replay(
             report = replay_spill(entries, store, AuditLog(store.engine))
         except ReplayRefused as error:
             raise fail(f"{path}: {error}") from None
+        except SQLAlchemyError as error:  # one line: never the statement or the records it held
+            raise fail(
+                f"{path}: the database refused the records (nothing of this file is stored "
+                f"past the last step that committed; replaying it again skips what is): "
+                f"{database_error_reason(error, settings.storage.url)}"
+            ) from None
     console.print(
         f"replayed {report.records} record{'' if report.records == 1 else 's'} from {path} "
         f"into {shown_url(settings.storage.url)}: "

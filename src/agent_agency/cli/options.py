@@ -25,7 +25,7 @@ from typer.core import TyperGroup
 
 from agent_agency.config import AgencyConfig, load_config
 from agent_agency.db_errors import database_error_reason, is_locked
-from agent_agency.pool.engine import database_url, shown_url
+from agent_agency.pool.engine import database_url, shown_url, unwritable_reason
 from agent_agency.pool.settings import check_database_url
 from agent_agency.sections import ConfigError
 
@@ -391,6 +391,9 @@ def open_store(
         require_database_file(url)
     writing = create if writes is None else writes
     if writing:
+        unwritable = unwritable_reason(url)
+        if unwritable is not None:
+            raise fail(f"{url_label()}: cannot write to {shown}: {unwritable}")
         try:
             load_tenant_secret(settings.pool)
         except TenantSecretError as error:

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.progress import Progress, TaskID
 from rich.table import Table
 from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
 
 from agent_agency.cli.options import (
     ConfigOption,
@@ -33,6 +34,7 @@ from agent_agency.cli.options import (
     sigterm_raises,
 )
 from agent_agency.data_point import DataPoint
+from agent_agency.db_errors import database_error_reason
 from agent_agency.jsonl import json_not_lines
 from agent_agency.pool import schema
 from agent_agency.pool.ingest_workers import (
@@ -276,7 +278,10 @@ def compact(
                 shown.append(progress.add_task("moving days to the cold tier", total=total))
             progress.update(shown[0], completed=done)
 
-        report = compact_tiers(store, on_day=on_day)
+        try:
+            report = compact_tiers(store, on_day=on_day)
+        except SQLAlchemyError as error:  # one line, never the statement or the rows it held
+            raise fail(f"the database refused a write: {database_error_reason(error)}") from None
     if json_out:
         typer.echo(json.dumps(report.model_dump(), indent=2))
     else:
@@ -409,8 +414,13 @@ def ingest(
                     totals["accepted"] += report.accepted
                     totals["duplicates"] += report.duplicates
                     totals["quarantined"] += report.quarantined
+                    _print_rejections(source, chunk, report, totals["unreadable"])
                     totals["unreadable"] += len(chunk.unreadable)
-                    _print_rejections(source, chunk, report)
+    except SQLAlchemyError as error:  # one line, never the statement or the points it held
+        raise fail(
+            f"{source}: stored up to line {stored_to_line} ({totals['accepted']} accepted), then "
+            f"the database refused a write: {database_error_reason(error)}"
+        ) from None
     except BrokenProcessPool as error:
         console.print(
             f"[red]a worker process stopped ({error}); {source} is stored up to line "
@@ -516,13 +526,26 @@ def _unreadable_note(lines: int) -> str:
     return f", {_plural(lines, 'unreadable line')} skipped"
 
 
-def _print_rejections(source: str, chunk: LineBatch, report: IngestReport) -> None:
-    """A batch's quarantined points, then its unreadable lines."""
+SKIPPED_LINES_SHOWN = 5  # unreadable lines listed one by one; the rest are only counted
+
+
+def _print_rejections(
+    source: str, chunk: LineBatch, report: IngestReport, skipped_before: int
+) -> None:
+    """A batch's quarantined points, then its unreadable lines: the first
+    `SKIPPED_LINES_SHOWN` of the input each with its reason, the rest counted in the summary
+    (binary input would otherwise print a line for each)."""
     for key, reasons in report.reasons.items():  # key: the id, '#index' or 'id#index'
         line = chunk.lines[report.positions[key]][0]
         where = f"line {line}" if key.startswith("#") else f"line {line} ({key})"
         console.print(
             f"[yellow]quarantined[/] {source} {where}: " + "; ".join(reasons), soft_wrap=True
         )
-    for number, reason in chunk.unreadable:
+    for number, reason in chunk.unreadable[: max(0, SKIPPED_LINES_SHOWN - skipped_before)]:
         console.print(f"[yellow]skipped[/] {source} line {number}: {reason}", soft_wrap=True)
+    if skipped_before <= SKIPPED_LINES_SHOWN < skipped_before + len(chunk.unreadable):
+        console.print(
+            f"[yellow]skipped[/] {source}: further unreadable lines are counted, not listed "
+            "(binary input?)",
+            soft_wrap=True,
+        )

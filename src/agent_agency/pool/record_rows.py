@@ -13,7 +13,7 @@ from agent_agency.records import (
     Evaluation,
     Execution,
     RoutingDecision,
-    RoutingRequest,
+    RoutingRefusal,
     Span,
     to_utc,
 )
@@ -26,13 +26,14 @@ def dialect_insert(connection: Connection, table: Table) -> postgresql.Insert | 
     return sqlite.insert(table)
 
 
-def routing_row(record: RoutingRequest) -> dict[str, Any]:
+def routing_row(record: RoutingDecision | RoutingRefusal) -> dict[str, Any]:
     """The columns every routing record's table has: a refusal's row, a decision's first."""
     return {
         "id": record.id,
         "timestamp": to_utc(record.timestamp),
         "task_id": record.task_id,
         "task_type": record.task_type,
+        "run_id": record.run_id,
         "payload": RawJson(record.model_dump_json()),
     }
 
@@ -59,6 +60,7 @@ def execution_row(execution: Execution) -> dict[str, Any]:
         "tokens": execution.tokens_used,
         "simulated": execution.simulated,
         "cancelled": execution.cancelled,
+        "run_id": execution.run_id,
         "payload": RawJson(execution.model_dump_json()),
     }
 
@@ -74,6 +76,7 @@ def evaluation_row(evaluation: Evaluation) -> dict[str, Any]:
         "iteration": evaluation.iteration,
         "success": evaluation.success,
         "quality": evaluation.overall_score,
+        "run_id": evaluation.run_id,
         "payload": RawJson(evaluation.model_dump_json()),
     }
 
@@ -87,6 +90,7 @@ def span_row(span: Span) -> dict[str, Any]:
         # a display label (a tool name may come from the model): the payload keeps all of it
         "name": schema.fit_column(span.name, schema.SPAN_NAME_MAX),
         "timestamp": to_utc(span.start),
+        "run_id": span.run_id,
         "payload": RawJson(span.model_dump_json()),
     }
 
