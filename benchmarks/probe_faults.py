@@ -74,7 +74,7 @@ PROBES: list[Probe] = [
     ),
     Probe(
         "fault: kill -9",
-        "6 runs of 60 tasks, each SIGKILLed 1-4 s after start (bounded at 60 s)",
+        "5 runs of 60 tasks, each SIGKILLed 0-1.5 s after its first write (bounded at 120 s)",
         "tests/pool/test_run_faults.py::test_kill_9_at_random_points_loses_nothing_acknowledged",
         "stored executions never decrease; PRAGMA integrity_check ok; audit trail verifies; "
         "the next run stores all of its records, each audited once",

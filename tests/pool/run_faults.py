@@ -173,22 +173,3 @@ def orphans(url: str) -> dict[str, int]:
     finally:
         engine.dispose()
     return {name: count for name, count in found.items() if count}
-
-
-def unaudited(url: str) -> int:
-    """Routing records and evaluations without their audit entry (a process killed between
-    the two transactions leaves some: no spill file is written by a killed process)."""
-    engine = create_engine(url)
-    try:
-        with engine.connect() as connection:
-            return int(
-                connection.execute(
-                    text(
-                        "SELECT count(*) FROM (SELECT id FROM routing_decisions UNION ALL "
-                        "SELECT id FROM routing_refusals UNION ALL SELECT id FROM evaluations) "
-                        "AS due WHERE id NOT IN (SELECT record_id FROM audit_log)"
-                    )
-                ).scalar_one()
-            )
-    finally:
-        engine.dispose()

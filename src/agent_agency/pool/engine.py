@@ -85,14 +85,15 @@ def unwritable_reason(url: str) -> str | None:
     directory = path.parent
     if not directory.is_dir():
         return f"no directory {directory}"
+    reasons = []
     if path.exists() and not os.access(path, os.W_OK):
-        return f"the file {path} is read-only"
+        reasons.append(f"the file {path} is read-only")
     if not os.access(directory, os.W_OK | os.X_OK):
-        return (
+        reasons.append(
             f"the directory {directory} is not writable (SQLite keeps its -wal and -shm files "
             "beside the database)"
         )
-    return None
+    return "; ".join(reasons) or None
 
 
 def _create_private(path: Path) -> None:
