@@ -339,10 +339,7 @@ def replay(
     config: ConfigOption = None,
 ) -> None:
     """Store records a run could not write (spilled to agency-unwritten-*.jsonl) into the pool."""
-    from sqlalchemy.exc import SQLAlchemyError
-
     from agent_agency.caws.audit import AuditLog
-    from agent_agency.db_errors import database_error_reason
     from agent_agency.tracking.tracker import ReplayRefused, read_spill, replay_spill
 
     settings = load_settings(config, db)
@@ -355,12 +352,6 @@ def replay(
             report = replay_spill(entries, store, AuditLog(store.engine))
         except ReplayRefused as error:
             raise fail(f"{path}: {error}") from None
-        except SQLAlchemyError as error:  # one line: never the statement or the records it held
-            raise fail(
-                f"{path}: the database refused the records (nothing of this file is stored "
-                f"past the last step that committed; replaying it again skips what is): "
-                f"{database_error_reason(error, settings.storage.url)}"
-            ) from None
     console.print(
         f"replayed {report.records} record{'' if report.records == 1 else 's'} from {path} "
         f"into {shown_url(settings.storage.url)}: "

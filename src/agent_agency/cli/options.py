@@ -281,10 +281,12 @@ class AgencyGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except SQLAlchemyError as error:
-            if not is_locked(error):
-                raise
+            # One line, never a traceback: SQLAlchemy's message holds the statement and its
+            # parameters, which are stored payloads (prompts, answers).
             reason = database_error_reason(error, _database_url.get())
-            raise fail(f"{url_label()}: {reason}") from None
+            if is_locked(error):
+                raise fail(f"{url_label()}: {reason}") from None
+            raise fail(f"{url_label()}: the database refused the command: {reason}") from None
 
 
 def _print_usage_error(error: typer.TyperException) -> None:

@@ -20,7 +20,6 @@ from rich.console import Console
 from rich.progress import Progress, TaskID
 from rich.table import Table
 from sqlalchemy import select
-from sqlalchemy.exc import SQLAlchemyError
 
 from agent_agency.cli.options import (
     ConfigOption,
@@ -34,7 +33,6 @@ from agent_agency.cli.options import (
     sigterm_raises,
 )
 from agent_agency.data_point import DataPoint
-from agent_agency.db_errors import database_error_reason
 from agent_agency.jsonl import json_not_lines
 from agent_agency.pool import schema
 from agent_agency.pool.ingest_workers import (
@@ -278,10 +276,7 @@ def compact(
                 shown.append(progress.add_task("moving days to the cold tier", total=total))
             progress.update(shown[0], completed=done)
 
-        try:
-            report = compact_tiers(store, on_day=on_day)
-        except SQLAlchemyError as error:  # one line, never the statement or the rows it held
-            raise fail(f"the database refused a write: {database_error_reason(error)}") from None
+        report = compact_tiers(store, on_day=on_day)
     if json_out:
         typer.echo(json.dumps(report.model_dump(), indent=2))
     else:
@@ -416,11 +411,6 @@ def ingest(
                     totals["quarantined"] += report.quarantined
                     _print_rejections(source, chunk, report, totals["unreadable"])
                     totals["unreadable"] += len(chunk.unreadable)
-    except SQLAlchemyError as error:  # one line, never the statement or the points it held
-        raise fail(
-            f"{source}: stored up to line {stored_to_line} ({totals['accepted']} accepted), then "
-            f"the database refused a write: {database_error_reason(error)}"
-        ) from None
     except BrokenProcessPool as error:
         console.print(
             f"[red]a worker process stopped ({error}); {source} is stored up to line "

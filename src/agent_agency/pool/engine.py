@@ -76,15 +76,16 @@ def sqlite_file(url: URL) -> Path | None:
 
 def unwritable_reason(url: str) -> str | None:
     """Why a SQLite database at `url` could not be written, named before any work is done;
-    None when it can be (and for another backend, whose server decides). SQLite writes beside
+    None when it can be, or when its directory does not exist (opening the database says so),
+    and for another backend, whose server decides. SQLite writes beside
     the file too (its -wal and -shm files, a new database's file), so its directory must be
     writable as well."""
     path = sqlite_file(make_url(database_url(url)))
     if path is None:
         return None
     directory = path.parent
-    if not directory.is_dir():
-        return f"no directory {directory}"
+    if not directory.is_dir():  # opening it says so: "no directory …"
+        return None
     reasons = []
     if path.exists() and not os.access(path, os.W_OK):
         reasons.append(f"the file {path} is read-only")
