@@ -270,15 +270,13 @@ def _print_unstored(report: RunReport) -> None:
     if not report.records_unstored:
         return
     where = (
-        f"saved to {escape(', '.join(map(str, report.spilled)))}; store them with "
-        f"`agency replay FILE`"
+        "saved to the spill file(s) named just above"
         if report.spilled
-        else "not saved anywhere (see the errors above)"
+        else f"not saved anywhere ({escape(report.write_error or 'see the errors above')})"
     )
     err_console.print(
-        f"[red]{report.unstored} records of run {report.run_id} are not in the database[/red] "
-        f"({escape(report.write_error or 'unknown reason')}): {where}; exit status "
-        f"{RECORDS_UNSTORED}",
+        f"[red]{report.unstored} records of run {report.run_id} are not in the database[/red]: "
+        f"{where}; exit status {RECORDS_UNSTORED}",
         soft_wrap=True,
         highlight=False,
     )

@@ -357,7 +357,8 @@ def ingest(
 ) -> None:
     """Validate, anonymize and store data points; rejected ones go to quarantine.
 
-    The input is read a batch at a time; a line that is not UTF-8 text is reported and skipped.
+    The input is read a batch at a time; a line that is not UTF-8 text is skipped: the first five
+    are reported with their reasons, the rest only counted in the summary.
     From standard input or another pipe, whose length is not known beforehand, `--workers auto`
     starts none and the progress bar has no total. JSON spread over lines (a first non-blank line
     that is only '[', '{' or '[{', or an array's '[' and first element ending with ',') and a
