@@ -45,7 +45,7 @@ PROBES: list[Probe] = [
         "the run / 0.6 s later (mid-run)",
         "tests/pool/test_run_faults.py::"
         "test_a_connection_lost_mid_run_ends_with_a_true_summary_and_replay_completes_it",
-        "no traceback; summary of all 40 tasks; agency-run.json written; spill files named; "
+        "no traceback; summary of all 16 tasks; agency-run.json written; spill files named; "
         "exit 3; after `agency replay` (twice) every execution, data point and audit entry "
         "present once, summary = database by run id, audit verifies",
     ),
