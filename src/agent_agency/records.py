@@ -71,6 +71,10 @@ STRATEGY_MAX = 50
 TENANT_MAX = 64
 
 RecordId = Annotated[str, Field(max_length=ID_MAX)]
+RUN_ID_DESCRIPTION = (
+    "the `agency run` that made this record (stamped by its tracker); None for a record made "
+    "outside a run, or stored before records had run ids"
+)
 TaskId = Annotated[str, Field(max_length=TASK_ID_MAX)]
 TaskType = Annotated[str, Field(max_length=TASK_TYPE_MAX)]
 SuiteName = Annotated[str, Field(max_length=SUITE_MAX)]
@@ -460,6 +464,7 @@ class RoutingDecision(RoutingRequest):
     primary_reason: str
     secondary_factors: list[str] = Field(default_factory=list)
     fallback_of: str | None = Field(default=None, description="agent that failed before this")
+    run_id: RecordId | None = Field(default=None, description=RUN_ID_DESCRIPTION)
 
 
 class RoutingRefusal(RoutingRequest):
@@ -478,6 +483,7 @@ class RoutingRefusal(RoutingRequest):
         default_factory=list, description="agents the caller excluded from this task"
     )
     reason: str
+    run_id: RecordId | None = Field(default=None, description=RUN_ID_DESCRIPTION)
 
 
 # --------------------------------------------------------------------------------------------
@@ -557,10 +563,16 @@ class Execution(Record):
         "`failure_reason`, but no evidence about the agent (not in the router's totals, the "
         "statistics' rates, off-policy evaluation or the pool)",
     )
+    run_id: RecordId | None = Field(default=None, description=RUN_ID_DESCRIPTION)
+    interrupted_ms: LatencyMs = Field(
+        default=0.0,
+        description="time spent in an attempt cut off (time-out, agent error, cancellation), "
+        "which left no iteration: part of the execution's latency",
+    )
 
     @property
     def latency_ms(self) -> float:
-        return sum(it.latency_ms for it in self.iterations)
+        return sum(it.latency_ms for it in self.iterations) + self.interrupted_ms
 
     @property
     def input_tokens(self) -> int:
@@ -654,6 +666,7 @@ class Evaluation(Record):
     passed_all_mandatory: bool
     caws_compliant: bool
     feedback: str | None = None
+    run_id: RecordId | None = Field(default=None, description=RUN_ID_DESCRIPTION)
 
     @property
     def success(self) -> bool:
@@ -682,3 +695,4 @@ class Span(Record):
     start: datetime = Field(default_factory=utcnow)
     end: datetime | None = None
     attributes: JsonObject = Field(default_factory=dict)
+    run_id: RecordId | None = Field(default=None, description=RUN_ID_DESCRIPTION)

@@ -1,7 +1,9 @@
 """One `agency run`: pick tasks, build the team, run them through the arbiter, summarise.
 
-The summary is read back from the database after the tracker has flushed, so `agency run` and
-`agency stats` show figures computed by the same query.
+Every record of the run carries its run id. The summary is built from the run's own outcomes,
+counted as `agency stats` counts stored executions (`arm_totals.summarise`), never from a time
+window another run could overlap; the database is then read by run id to confirm it holds what
+was recorded. Records it could not store are counted and named with their spill files.
 """
 
 from __future__ import annotations
@@ -10,12 +12,15 @@ import difflib
 import functools
 import itertools
 import json
+import os
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from sqlalchemy.exc import SQLAlchemyError
 
 from agent_agency.agents.local import CONTEXT_TOKENS as LOCAL_CONTEXT_TOKENS
 from agent_agency.agents.local import MAX_PROMPT_CHARS as LOCAL_MAX_PROMPT_CHARS
@@ -27,11 +32,12 @@ from agent_agency.caws.audit import AuditLog
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.caws.judges import FailingJudge, Judge, failing_judges
 from agent_agency.config import AgencyConfig
-from agent_agency.pool.arm_totals import AgentTaskSummary
+from agent_agency.db_errors import database_error_reason
+from agent_agency.pool.arm_totals import AgentTaskSummary, outcomes_of, summarise
 from agent_agency.pool.engine import shown_url
 from agent_agency.pool.sql_store import SqlStore
 from agent_agency.pool.store import Store
-from agent_agency.records import AgentSpec, Task, check_task_features, utcnow
+from agent_agency.records import AgentSpec, Execution, Task, check_task_features, new_id, utcnow
 from agent_agency.tasks import load_builtin, load_suite_files, select_tasks
 from agent_agency.tracking.tracker import Tracker
 
@@ -165,6 +171,14 @@ class RunReport:
     refused: int = 0  # tasks the router refused: no agent available (`RoutingRefusal`)
     ungraded: int = 0  # tasks whose answer no grader could judge: counted for no agent
     grader_errors: list[tuple[str, int]] = field(default_factory=list)  # `_grader_errors`
+    run_id: str = ""  # on every record of the run (`run_id` columns)
+    unstored: int = 0  # records of the run not stored: spilled (`spilled`) or lost
+    database_error: str | None = None  # why the database could not be read after the run
+
+    @property
+    def records_unstored(self) -> bool:
+        """Some records of the run are not in the database (`agency run` exits 3)."""
+        return self.unstored > 0
 
     @property
     def no_agent_answered(self) -> bool:
@@ -265,7 +279,7 @@ def _spills_reported(tracker: Tracker, report: SpillReport | None) -> Iterator[N
         yield
     finally:
         if report is not None and tracker.spilled:
-            report(list(tracker.spilled), tracker.last_write_error)
+            report(list(tracker.spilled), tracker.spill_reason)
 
 
 async def execute_run(
@@ -283,6 +297,7 @@ async def execute_run(
     config = prepared.config
     started_at = utcnow()
     started = time.perf_counter()
+    run_id = new_id()
     store = Store.open(config.storage.url, config.pool)
     try:
         audit = AuditLog.keyed_by_pool_secret(store.engine, config.pool)
@@ -292,6 +307,7 @@ async def execute_run(
             flush_interval_s=config.storage.flush_interval_s,
             audit=audit,
             database=config.storage.url,
+            run_id=run_id,
         )
         with _spills_reported(tracker, on_records_spilled), tracker:
             arbiter = build_arbiter(config, prepared.tasks, store, tracker, split)
@@ -307,25 +323,32 @@ async def execute_run(
                 tasks = itertools.takewhile(lambda _task: not stop_when(), tasks)
             outcomes = await arbiter.run(tasks, concurrency=config.run.concurrency, on_outcome=told)
         wall_s = time.perf_counter() - started
-        summary = store.agent_task_summary(since=started_at)
-        audit_head = audit.head_hash()
+        executions = [e for outcome in outcomes for e in outcome.executions]
+        evaluations = [e for outcome in outcomes for e in outcome.evaluations]
+        stored = _read_back(store, audit, run_id, executions, config.storage.url)
     finally:
         store.close()
+    unstored = tracker.spilled_records + tracker.lost_records
+    if stored.missing_executions > unstored:  # stored nowhere, spilled nowhere: say so
+        unstored = stored.missing_executions
     report = RunReport(
+        run_id=run_id,
         tasks=len(outcomes),
         succeeded=sum(outcome.success for outcome in outcomes),
         wall_s=wall_s,
-        summary=summary,
+        summary=summarise(outcomes_of(executions, evaluations)),
         summary_json=Path(config.run.summary_json),
         spilled=tracker.spilled,
-        write_error=tracker.last_write_error if tracker.spilled else None,
+        write_error=_write_error(tracker, stored),
+        unstored=unstored,
+        database_error=stored.error,
         failure_reasons=_failure_reasons(outcomes),
         fallbacks=_fallbacks(outcomes),
         unanswered=sum(not outcome.evaluations for outcome in outcomes),
         refused=sum(outcome.refusal is not None for outcome in outcomes),
         ungraded=sum(outcome.grading_error is not None for outcome in outcomes),
         grader_errors=_grader_errors(outcomes),
-        audit_head=audit_head,
+        audit_head=stored.audit_head,
         failing_judges=[
             judge.model_copy(update={"most_common_error": shorten_reason(judge.most_common_error)})
             for judge in failing_judges(e for outcome in outcomes for e in outcome.evaluations)
@@ -336,6 +359,38 @@ async def execute_run(
     except OSError as error:  # the run is recorded; only its summary file is missing
         report.summary_error = error.strerror or str(error)
     return report
+
+
+@dataclass
+class _ReadBack:
+    """What the database held of a run once its tracker closed."""
+
+    missing_executions: int = 0  # executions of the run the database does not hold
+    audit_head: str = ""
+    error: str | None = None  # why the database could not be read
+
+
+def _read_back(
+    store: SqlStore, audit: AuditLog, run_id: str, executions: Sequence[Execution], url: str
+) -> _ReadBack:
+    """Count the run's executions the database holds by run id, and read the audit trail's
+    head; a database that cannot be read (the connection lost) is said, not raised: the run's
+    summary comes from its own outcomes."""
+    try:
+        stored = sum(row.tasks for row in store.agent_task_summary(run_id=run_id))
+        expected = sum(not execution.cancelled for execution in executions)
+        return _ReadBack(max(0, expected - stored), audit.head_hash())
+    except (SQLAlchemyError, OSError) as error:
+        return _ReadBack(error=database_error_reason(error, url))
+
+
+def _write_error(tracker: Tracker, stored: _ReadBack) -> str | None:
+    """Why records of the run are not stored, one line; None when all of them are."""
+    if tracker.spilled or tracker.lost_records:
+        return tracker.spill_reason or tracker.last_write_error
+    if stored.missing_executions:
+        return f"{stored.missing_executions} executions of this run are missing from the database"
+    return None
 
 
 REASON_CHARS = 160  # a failure reason as the run's report shows it, at most
@@ -416,7 +471,15 @@ def write_summary_json(
         "failing_judges": [judge.model_dump(mode="json") for judge in report.failing_judges],
         "summary": [row.model_dump(mode="json") for row in report.summary],
         "audit_head": report.audit_head,
+        "run_id": report.run_id,
+        # records of the run not stored (spilled or lost), and why the database could not be read
+        "unstored_records": report.unstored,
+        "database_error": report.database_error,
         # records saved for `agency replay` because they could not be written, and why
         "unwritten": {"files": [str(path) for path in report.spilled], "why": report.write_error},
     }
-    report.summary_json.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    # Owner-only, as the database: it names the run's failure reasons and judges' errors.
+    descriptor = os.open(report.summary_json, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)  # a file written by an earlier run keeps no wider mode
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(document, indent=2) + "\n")

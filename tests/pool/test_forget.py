@@ -86,7 +86,8 @@ def _plant(workdir: Path, url: str, monkeypatch: pytest.MonkeyPatch) -> None:
             workdir / "spilled.jsonl",
             [_task("secret-task", f"Again {MARKER}: what is 2 + 2?", 4)],
         )
-        _invoke("run", "--suite", str(spilled), "--db", url)
+        result = runner.invoke(app, ["run", "--suite", str(spilled), "--db", url])
+        assert result.exit_code == 3, result.output  # records of the run were spilled
     assert list(workdir.glob("agency-unwritten-*.jsonl"))
     better = workdir / "better.txt"
     better.write_text(f"4, dear {MARKER}", encoding="utf-8")

@@ -141,6 +141,27 @@ class TaskOutcome:
         return bool(self.executions) and self.execution.success
 
 
+@dataclass
+class _AttemptClock:
+    """An attempt's time, less its waits for the agent's slots (not the agent's latency)."""
+
+    started: float = field(default_factory=time.perf_counter)
+    waited: float = 0.0
+    queued: float | None = None  # since when it waits for a slot
+
+    def queue(self) -> None:
+        self.queued = time.perf_counter()
+
+    def admitted(self) -> None:
+        if self.queued is not None:
+            self.waited += time.perf_counter() - self.queued
+        self.queued = None
+
+    def elapsed_ms(self) -> float:
+        self.admitted()  # a wait cut off is a wait too
+        return (time.perf_counter() - self.started - self.waited) * 1000.0
+
+
 class Arbiter:
     def __init__(
         self,
@@ -272,7 +293,9 @@ class Arbiter:
         self.in_flight[spec.key] += 1
         try:
             for number in range(1, settings.max_iterations + 1):
-                iteration = await self._attempt(task, spec, backend, messages, number, outcome)
+                iteration = await self._attempt(
+                    task, spec, backend, messages, number, outcome, execution
+                )
                 execution.iterations.append(iteration)
                 started = utcnow()
                 evaluation = await self._evaluate(task, execution, iteration, budget)
@@ -334,17 +357,38 @@ class Arbiter:
         messages: list[Message],
         number: int,
         outcome: TaskOutcome,
+        execution: Execution,
     ) -> Iteration:
-        """One attempt: model calls, with tool calls answered in between, up to the turn limit."""
+        """One attempt: model calls, with tool calls answered in between, up to the turn limit.
+        An attempt cut off (time-out, agent error, cancellation) leaves no iteration: the time
+        it took is added to `execution.interrupted_ms`, so the execution's latency is real."""
+        clock = _AttemptClock()
+        try:
+            iteration = await self._turns(task, spec, backend, messages, number, outcome, clock)
+        except BaseException:
+            execution.interrupted_ms += clock.elapsed_ms()
+            raise
+        iteration.latency_ms = clock.elapsed_ms()
+        return iteration
+
+    async def _turns(
+        self,
+        task: Task,
+        spec: AgentSpec,
+        backend: Backend,
+        messages: list[Message],
+        number: int,
+        outcome: TaskOutcome,
+        clock: _AttemptClock,
+    ) -> Iteration:
+        """The attempt's model calls and tool calls; `clock` is told of each wait for a slot."""
         iteration = Iteration(number=number, messages=list(messages))
         tools = task.tools if spec.tools_enabled else []
         conversation = list(messages)
-        started = time.perf_counter()
-        waited = 0.0  # for the agent's slots: not the agent's latency
         for _ in range(self.config.run.max_tool_turns + 1):
-            queued = time.perf_counter()
+            clock.queue()
             async with self.slots[spec.key]:
-                waited += time.perf_counter() - queued
+                clock.admitted()
                 call_started = utcnow()
                 completion = await self._call(spec, backend, conversation, tools, outcome)
             outcome.spans.append(
@@ -379,7 +423,6 @@ class Arbiter:
                 )
                 turn.tool_results.append(result)
                 conversation.append(result)
-        iteration.latency_ms = (time.perf_counter() - started - waited) * 1000.0
         return iteration
 
     async def _call(

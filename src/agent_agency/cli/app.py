@@ -8,7 +8,7 @@ import re
 import signal
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any, get_args
+from typing import TYPE_CHECKING, Annotated, Any, get_args
 
 import typer
 import yaml
@@ -50,6 +50,9 @@ from agent_agency.pool.engine import shown_url
 from agent_agency.records import SplitChoice, utcnow
 from agent_agency.sandbox.unisolated import run_warning
 from agent_agency.sections import ConfigError
+
+if TYPE_CHECKING:
+    from agent_agency.runner import RunReport
 
 SPLITS: tuple[str, ...] = get_args(SplitChoice)
 
@@ -237,7 +240,9 @@ def run(
         raise typer.Exit(128 + (signal.SIGTERM if terminated else signal.SIGINT)) from None
     _print_summary(report.summary, title="Run summary (agent × task type)")
     written = "not written" if report.summary_error else f"written to {report.summary_json}"
-    console.print(f"{_tasks(report.tasks)} in {report.wall_s:.1f} s; summary {written}")
+    console.print(
+        f"{_tasks(report.tasks)} in {report.wall_s:.1f} s (run {report.run_id}); summary {written}"
+    )
     if report.refused:
         console.print(
             f"Not in the summary: {_tasks(report.refused)} refused (no agent available)",
@@ -264,10 +269,39 @@ def run(
         )
     for files, why in spills:
         _print_spilled(files, why)
+    _print_unstored(report)
     if report.no_agent_answered:
         raise fail("no agent answered any task; see the failure reasons above")
     if report.summary_error:
         raise fail(f"{summary_option}: cannot write {report.summary_json}: {report.summary_error}")
+    if report.records_unstored:
+        raise typer.Exit(RECORDS_UNSTORED)
+
+
+RECORDS_UNSTORED = 3  # `agency run`'s exit status when records of the run could not be stored
+
+
+def _print_unstored(report: RunReport) -> None:
+    """Say which records of the run are not in the database, and where they are instead."""
+    if report.database_error:
+        err_console.print(
+            f"[yellow]warning:[/yellow] the database could not be read after the run "
+            f"({escape(report.database_error)}): the summary above is the run's own",
+            highlight=False,
+        )
+    if not report.records_unstored:
+        return
+    where = (
+        "saved to the spill file(s) named just above"
+        if report.spilled
+        else f"not saved anywhere ({escape(report.write_error or 'see the errors above')})"
+    )
+    err_console.print(
+        f"[red]{report.unstored} records of run {report.run_id} are not in the database[/red]: "
+        f"{where}; exit status {RECORDS_UNSTORED}",
+        soft_wrap=True,
+        highlight=False,
+    )
 
 
 def _print_spilled(files: list[Path], why: str | None) -> None:

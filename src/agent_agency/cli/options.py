@@ -25,7 +25,7 @@ from typer.core import TyperGroup
 
 from agent_agency.config import AgencyConfig, load_config
 from agent_agency.db_errors import database_error_reason, is_locked
-from agent_agency.pool.engine import database_url, shown_url
+from agent_agency.pool.engine import database_url, shown_url, unwritable_reason
 from agent_agency.pool.settings import check_database_url
 from agent_agency.sections import ConfigError
 
@@ -281,10 +281,12 @@ class AgencyGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except SQLAlchemyError as error:
-            if not is_locked(error):
-                raise
+            # One line, never a traceback: SQLAlchemy's message holds the statement and its
+            # parameters, which are stored payloads (prompts, answers).
             reason = database_error_reason(error, _database_url.get())
-            raise fail(f"{url_label()}: {reason}") from None
+            if is_locked(error):
+                raise fail(f"{url_label()}: {reason}") from None
+            raise fail(f"{url_label()}: the database refused the command: {reason}") from None
 
 
 def _print_usage_error(error: typer.TyperException) -> None:
@@ -391,6 +393,9 @@ def open_store(
         require_database_file(url)
     writing = create if writes is None else writes
     if writing:
+        unwritable = unwritable_reason(url)
+        if unwritable is not None:
+            raise fail(f"{url_label()}: cannot write to {shown}: {unwritable}")
         try:
             load_tenant_secret(settings.pool)
         except TenantSecretError as error:

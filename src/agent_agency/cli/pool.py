@@ -357,7 +357,8 @@ def ingest(
 ) -> None:
     """Validate, anonymize and store data points; rejected ones go to quarantine.
 
-    The input is read a batch at a time; a line that is not UTF-8 text is reported and skipped.
+    The input is read a batch at a time; a line that is not UTF-8 text is skipped: the first five
+    are reported with their reasons, the rest only counted in the summary.
     From standard input or another pipe, whose length is not known beforehand, `--workers auto`
     starts none and the progress bar has no total. JSON spread over lines (a first non-blank line
     that is only '[', '{' or '[{', or an array's '[' and first element ending with ',') and a
@@ -409,8 +410,8 @@ def ingest(
                     totals["accepted"] += report.accepted
                     totals["duplicates"] += report.duplicates
                     totals["quarantined"] += report.quarantined
+                    _print_rejections(source, chunk, report, totals["unreadable"])
                     totals["unreadable"] += len(chunk.unreadable)
-                    _print_rejections(source, chunk, report)
     except BrokenProcessPool as error:
         console.print(
             f"[red]a worker process stopped ({error}); {source} is stored up to line "
@@ -516,13 +517,26 @@ def _unreadable_note(lines: int) -> str:
     return f", {_plural(lines, 'unreadable line')} skipped"
 
 
-def _print_rejections(source: str, chunk: LineBatch, report: IngestReport) -> None:
-    """A batch's quarantined points, then its unreadable lines."""
+SKIPPED_LINES_SHOWN = 5  # unreadable lines listed one by one; the rest are only counted
+
+
+def _print_rejections(
+    source: str, chunk: LineBatch, report: IngestReport, skipped_before: int
+) -> None:
+    """A batch's quarantined points, then its unreadable lines: the first
+    `SKIPPED_LINES_SHOWN` of the input each with its reason, the rest counted in the summary
+    (binary input would otherwise print a line for each)."""
     for key, reasons in report.reasons.items():  # key: the id, '#index' or 'id#index'
         line = chunk.lines[report.positions[key]][0]
         where = f"line {line}" if key.startswith("#") else f"line {line} ({key})"
         console.print(
             f"[yellow]quarantined[/] {source} {where}: " + "; ".join(reasons), soft_wrap=True
         )
-    for number, reason in chunk.unreadable:
+    for number, reason in chunk.unreadable[: max(0, SKIPPED_LINES_SHOWN - skipped_before)]:
         console.print(f"[yellow]skipped[/] {source} line {number}: {reason}", soft_wrap=True)
+    if skipped_before <= SKIPPED_LINES_SHOWN < skipped_before + len(chunk.unreadable):
+        console.print(
+            f"[yellow]skipped[/] {source}: further unreadable lines are counted, not listed "
+            "(binary input?)",
+            soft_wrap=True,
+        )

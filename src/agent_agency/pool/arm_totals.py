@@ -5,7 +5,7 @@ Each execution counts once, with the quality of its final evaluation (`pool.outc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -15,6 +15,7 @@ from sqlalchemy import Connection, false, select
 
 from agent_agency.pool import schema
 from agent_agency.pool.outcomes import (
+    FinalEvaluation,
     final_evaluations,
     final_quality,
     pick_final,
@@ -201,17 +202,50 @@ def task_aggregates(connection: Connection) -> list[ArmAggregate]:
     return [ArmAggregate.model_validate(row._asdict()) for row in rows]
 
 
-def agent_task_summary(
-    connection: Connection, since: datetime | None = None
-) -> list[AgentTaskSummary]:
-    """Per (agent, task type): tasks, success rate, quality and latency from executions.
+@dataclass(frozen=True)
+class ExecutionOutcome:
+    """One execution as the summary counts it: its arm, verdict and final quality."""
 
-    Each execution counts once with its own success flag (the arbiter's verdict) and the
-    quality of its final (highest-iteration) evaluation, 0 if it was never evaluated; a
-    cancelled or ungraded one not at all (`cancelled_executions` and `ungraded_executions`
-    count them). A group is `simulated`
-    when any of its executions came from a scripted agent.
-    """
+    agent: str
+    task_type: str
+    success: bool
+    quality: float  # its final evaluation's score, 0.0 if it was never evaluated
+    latency_ms: float
+    tokens: int
+    simulated: bool
+
+
+def outcomes_of(
+    executions: Sequence[Execution], evaluations: Sequence[Evaluation]
+) -> list[ExecutionOutcome]:
+    """The outcomes of records held in memory (a run's own), as `agent_task_summary` would
+    count them once stored: cancelled and ungraded executions left out, each with its final
+    evaluation."""
+    final = pick_final(
+        FinalEvaluation(e.execution_id, e.id, e.iteration, e.timestamp, e.overall_score)
+        for e in evaluations
+    )
+    return [
+        ExecutionOutcome(
+            execution.agent,
+            execution.task_type,
+            execution.success,
+            final_quality(final, execution.id),
+            execution.latency_ms,
+            execution.tokens_used,
+            execution.simulated,
+        )
+        for execution in executions
+        if not (execution.cancelled or execution.ungraded)
+    ]
+
+
+def agent_task_summary(
+    connection: Connection, since: datetime | None = None, run_id: str | None = None
+) -> list[AgentTaskSummary]:
+    """Per (agent, task type): tasks, success rate, quality and latency from the executions
+    stored (since `since`, of the run `run_id`), as `summarise` counts them. A cancelled or
+    ungraded one counts not at all (`cancelled_executions` and `ungraded_executions` count them)."""
     ex = schema.executions
     executions_query = select(
         ex.c.id,
@@ -224,20 +258,42 @@ def agent_task_summary(
     ).where(ex.c.cancelled == false(), ex.c.ungraded == false())
     if since is not None:
         executions_query = executions_query.where(ex.c.timestamp >= to_utc(since))
+    if run_id is not None:
+        executions_query = executions_query.where(ex.c.run_id == run_id)
+    filtered = since is not None or run_id is not None
     final = final_evaluations(
-        connection,
-        None if since is None else executions_query.with_only_columns(ex.c.id),
+        connection, executions_query.with_only_columns(ex.c.id) if filtered else None
     )
-    groups: dict[tuple[str, str], list[tuple[bool, float, float, int, bool]]] = {}
-    for row in connection.execute(executions_query):
-        execution_id, agent, task_type, success, latency, tokens, simulated = row
-        groups.setdefault((agent, task_type), []).append(
-            (success, final_quality(final, execution_id), latency, tokens, simulated)
+    return summarise(
+        ExecutionOutcome(
+            agent,
+            task_type,
+            success,
+            final_quality(final, execution_id),
+            latency,
+            tokens,
+            simulated,
         )
+        for execution_id, agent, task_type, success, latency, tokens, simulated in (
+            connection.execute(executions_query)
+        )
+    )
+
+
+def summarise(outcomes: Iterable[ExecutionOutcome]) -> list[AgentTaskSummary]:
+    """Per (agent, task type), sorted: tasks, success rate, quality and latency.
+
+    Each execution counts once with its own success flag (the arbiter's verdict) and the
+    quality of its final (highest-iteration) evaluation. A group is `simulated` when any of its
+    executions came from a scripted agent.
+    """
+    groups: dict[tuple[str, str], list[ExecutionOutcome]] = {}
+    for outcome in outcomes:
+        groups.setdefault((outcome.agent, outcome.task_type), []).append(outcome)
     summaries = []
     for (agent, task_type), rows in sorted(groups.items()):
-        latencies = sorted(row[2] for row in rows)
-        successes = sum(1 for row in rows if row[0])
+        latencies = sorted(row.latency_ms for row in rows)
+        successes = sum(1 for row in rows if row.success)
         summaries.append(
             AgentTaskSummary(
                 agent=agent,
@@ -245,11 +301,11 @@ def agent_task_summary(
                 tasks=len(rows),
                 successes=successes,
                 success_rate=successes / len(rows),
-                mean_quality=sum(row[1] for row in rows) / len(rows),
+                mean_quality=sum(row.quality for row in rows) / len(rows),
                 p50_latency_ms=percentile(latencies, 0.50),
                 p95_latency_ms=percentile(latencies, 0.95),
-                tokens=sum(row[3] for row in rows),
-                simulated=any(row[4] for row in rows),
+                tokens=sum(row.tokens for row in rows),
+                simulated=any(row.simulated for row in rows),
             )
         )
     return summaries

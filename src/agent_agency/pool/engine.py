@@ -74,6 +74,29 @@ def sqlite_file(url: URL) -> Path | None:
     return None if database.startswith("file:") else Path(database)
 
 
+def unwritable_reason(url: str) -> str | None:
+    """Why a SQLite database at `url` could not be written, named before any work is done;
+    None when it can be, or when its directory does not exist (opening the database says so),
+    and for another backend, whose server decides. SQLite writes beside
+    the file too (its -wal and -shm files, a new database's file), so its directory must be
+    writable as well."""
+    path = sqlite_file(make_url(database_url(url)))
+    if path is None:
+        return None
+    directory = path.parent
+    if not directory.is_dir():  # opening it says so: "no directory …"
+        return None
+    reasons = []
+    if path.exists() and not os.access(path, os.W_OK):
+        reasons.append(f"the file {path} is read-only")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        reasons.append(
+            f"the directory {directory} is not writable (SQLite keeps its -wal and -shm files "
+            "beside the database)"
+        )
+    return "; ".join(reasons) or None
+
+
 def _create_private(path: Path) -> None:
     """Create a new SQLite file readable by its owner only (SQLite gives its -wal and -shm files
     the same mode): the records hold prompts and answers before anonymization, and code under

@@ -16,7 +16,7 @@ from agent_agency.records import (
     Execution,
     Record,
     RoutingDecision,
-    RoutingRequest,
+    RoutingRefusal,
     Span,
     to_utc,
 )
@@ -43,13 +43,14 @@ def stored_payload(record: Record) -> RawJson:
     return RawJson(document)
 
 
-def routing_row(record: RoutingRequest) -> dict[str, Any]:
+def routing_row(record: RoutingDecision | RoutingRefusal) -> dict[str, Any]:
     """The columns every routing record's table has: a refusal's row, a decision's first."""
     return {
         "id": record.id,
         "timestamp": to_utc(record.timestamp),
         "task_id": record.task_id,
         "task_type": record.task_type,
+        "run_id": record.run_id,
         "payload": stored_payload(record),
     }
 
@@ -76,6 +77,7 @@ def execution_row(execution: Execution) -> dict[str, Any]:
         "tokens": execution.tokens_used,
         "simulated": execution.simulated,
         "cancelled": execution.cancelled,
+        "run_id": execution.run_id,
         "ungraded": execution.ungraded,
         "payload": stored_payload(execution),
     }
@@ -92,6 +94,7 @@ def evaluation_row(evaluation: Evaluation) -> dict[str, Any]:
         "iteration": evaluation.iteration,
         "success": evaluation.success,
         "quality": evaluation.overall_score,
+        "run_id": evaluation.run_id,
         "payload": stored_payload(evaluation),
     }
 
@@ -105,6 +108,7 @@ def span_row(span: Span) -> dict[str, Any]:
         # a display label (a tool name may come from the model): the payload keeps all of it
         "name": schema.fit_column(storable(span.name), schema.SPAN_NAME_MAX),
         "timestamp": to_utc(span.start),
+        "run_id": span.run_id,
         "payload": stored_payload(span),
     }
 

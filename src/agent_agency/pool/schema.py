@@ -72,6 +72,9 @@ routing_decisions = Table(
     Index("ix_routing_decisions_task_id", "task_id"),
     Index("ix_routing_decisions_agent_type_time", "agent", "task_type", "timestamp"),
     Index("ix_routing_decisions_timestamp", "timestamp"),
+    # the `agency run` that made the row (migration 0008); NULL for rows stored before
+    Column("run_id", Id),
+    Index("ix_routing_decisions_run_id", "run_id"),
 )
 
 # Tasks the router refused before any agent tried them (`RoutingRefusal`): kept apart from the
@@ -86,6 +89,9 @@ routing_refusals = Table(
     Column("payload", Json, nullable=False),
     Index("ix_routing_refusals_task_id", "task_id"),
     Index("ix_routing_refusals_timestamp", "timestamp"),
+    # the `agency run` that made the row (migration 0008); NULL for rows stored before
+    Column("run_id", Id),
+    Index("ix_routing_refusals_run_id", "run_id"),
 )
 
 executions = Table(
@@ -108,6 +114,9 @@ executions = Table(
     Index("ix_executions_task_id", "task_id"),
     Index("ix_executions_agent_type_time", "agent", "task_type", "timestamp"),
     Index("ix_executions_timestamp", "timestamp"),
+    # the `agency run` that made the row (migration 0008); NULL for rows stored before
+    Column("run_id", Id),
+    Index("ix_executions_run_id", "run_id"),
 )
 
 evaluations = Table(
@@ -126,6 +135,9 @@ evaluations = Table(
     Index("ix_evaluations_execution_iteration", "execution_id", "iteration"),
     Index("ix_evaluations_agent_type_time", "agent", "task_type", "timestamp"),
     Index("ix_evaluations_timestamp", "timestamp"),
+    # the `agency run` that made the row (migration 0008); NULL for rows stored before
+    Column("run_id", Id),
+    Index("ix_evaluations_run_id", "run_id"),
 )
 
 spans = Table(
@@ -140,6 +152,9 @@ spans = Table(
     Column("payload", Json, nullable=False),
     Index("ix_spans_trace_id", "trace_id"),
     Index("ix_spans_timestamp", "timestamp"),
+    # the `agency run` that made the row (migration 0008); NULL for rows stored before
+    Column("run_id", Id),
+    Index("ix_spans_run_id", "run_id"),
 )
 
 data_points = Table(

@@ -288,6 +288,8 @@ class SqlStore(Store):
         with self._engine.connect() as connection:
             return int(connection.execute(query).scalar_one())
 
-    def agent_task_summary(self, since: datetime | None = None) -> list[AgentTaskSummary]:
+    def agent_task_summary(
+        self, since: datetime | None = None, run_id: str | None = None
+    ) -> list[AgentTaskSummary]:
         with self._engine.connect() as connection:
-            return arm_totals.agent_task_summary(connection, since)
+            return arm_totals.agent_task_summary(connection, since, run_id)

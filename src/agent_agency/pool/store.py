@@ -207,8 +207,11 @@ class Store(ABC):
         """Running totals per (agent, task type), for warm-starting the router."""
 
     @abstractmethod
-    def agent_task_summary(self, since: datetime | None = None) -> list[AgentTaskSummary]:
-        """Per (agent, task type), from executions (since `since`): tasks, success rate,
+    def agent_task_summary(
+        self, since: datetime | None = None, run_id: str | None = None
+    ) -> list[AgentTaskSummary]:
+        """Per (agent, task type), from executions (since `since`, of the `agency run` whose
+        id is `run_id`): tasks, success rate,
         quality and latency. Each execution counts once with its own success flag and the
         quality of its final evaluation, 0 if it was never evaluated; a cancelled or ungraded
         one not at all (`cancelled_executions` and `ungraded_executions` count them). A group

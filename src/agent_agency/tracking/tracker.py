@@ -5,7 +5,7 @@ into the pool in batches (one transaction per batch) every `flush_interval_s` or
 records, appending routing decisions, refusals and evaluations to the audit trail when one is
 given. `flush()` blocks until everything recorded before it is written; `close()` flushes and
 stops the thread. A batch the store refuses is retried; if it still fails, the records whose
-stages are still due are spilled to a JSONL file (in `spill_dir`, else the temp directory) so
+stages are still due are spilled to its JSONL file (in `spill_dir`, else the temp directory) so
 that nothing recorded is lost; `agency replay FILE` stores them later, skipping what the pool
 already holds.
 """
@@ -43,9 +43,12 @@ log = logging.getLogger(__name__)
 
 
 class AuditSink(Protocol):
-    """The hash-chained audit trail; `agent_agency.caws.audit.AuditLog` satisfies it."""
+    """The hash-chained audit trail, which says which records it holds;
+    `agent_agency.caws.audit.AuditLog` satisfies it."""
 
     def append_many(self, items: Iterable[tuple[str, str, Mapping[str, Any]]]) -> Any: ...
+
+    def recorded_ids(self, kind: str, record_ids: Collection[str]) -> set[str]: ...
 
 
 class RecordSink(Protocol):
@@ -152,8 +155,10 @@ STAGES_OF: dict[type[Record], tuple[str, ...]] = {
     DataPoint: ("points",),
 }
 RECORDABLE = (RoutingDecision, RoutingRefusal, Execution, Evaluation, Span, DataPoint)
-# Spill files are named "<prefix><time>-<batch>.jsonl" (`agency pool forget` looks for them).
+# Spill files are named "<prefix><time>-<run>.jsonl" (`agency pool forget` looks for them).
 SPILL_PREFIX = "agency-unwritten-"
+# the records that name their run (a data point has its execution's id, so its run)
+RUN_STAMPED = (RoutingDecision, RoutingRefusal, Execution, Evaluation, Span)
 
 
 class _FlushMarker:
@@ -178,8 +183,10 @@ class Tracker:
         spill_dir: Path | str = ".",
         audit: AuditSink | None = None,
         database: str | None = None,
+        run_id: str | None = None,
     ) -> None:
-        """`database`: the URL of the sink's database, which its write errors name."""
+        """`database`: the URL of the sink's database, which its write errors name. `run_id`:
+        stamped on each record recorded without one (a data point has its execution's)."""
         if batch_size <= 0:
             raise ValueError(f"batch_size must be > 0, got {batch_size}")
         if flush_interval_s <= 0:
@@ -195,9 +202,18 @@ class Tracker:
         self.written = 0
         self.fatal_error: BaseException | None = None
         self._database = database
+        self.run_id = run_id
         self.spilled: list[Path] = []
+        self.spilled_records = 0  # records saved to `spilled` rather than stored
+        self.lost_records = 0  # records neither stored nor spilled (`fatal_error` says why)
         self.last_write_error: str | None = None  # why the latest failed write failed, one line
+        # why the first batch spilled failed: the cause (later batches may fail because their
+        # evaluations' executions were spilled with it)
+        self.spill_reason: str | None = None
         self.ingest_reports: list[Any] = []
+        # every batch this tracker spills goes to one file (appended to), named by its run
+        tag = run_id or f"{id(self):x}"
+        self._spill_name = f"{SPILL_PREFIX}{time.strftime('%Y%m%d-%H%M%S')}-{tag}.jsonl"
         self._thread = threading.Thread(target=self._drain, name="agency-tracker", daemon=True)
         self._thread.start()
 
@@ -208,6 +224,8 @@ class Tracker:
             raise RuntimeError("the tracker is closed")
         if not isinstance(record, RECORDABLE):
             raise TypeError(f"the tracker cannot record {type(record).__name__}")
+        if self.run_id is not None and isinstance(record, RUN_STAMPED) and record.run_id is None:
+            record.run_id = self.run_id
         self._queue.put(record)
 
     record_decision = record
@@ -262,6 +280,7 @@ class Tracker:
                 self._write(batch)
             except BaseException as error:  # keep draining: a dead writer would hang flush()
                 self.fatal_error = error
+                self.lost_records += len(batch)
                 log.critical("tracker lost a batch of %d records: %r", len(batch), error)
             batch = _Batch()
             deadline = time.monotonic() + self._interval
@@ -277,7 +296,7 @@ class Tracker:
             return
         stages: list[tuple[str, Callable[[], None]]] = [
             ("records", lambda: batch.write_records(self._sink)),
-            ("audit", lambda: self._append_audit(batch)),
+            ("audit", lambda: self._append_audit(batch, retried=attempt > 1)),
             ("points", lambda: self._ingest(batch)),
         ]
         for attempt in range(1, self._retries + 1):
@@ -292,11 +311,20 @@ class Tracker:
                 self.last_write_error = retried_write_error_reason(error, self._database)
                 log.warning("tracker write failed (attempt %d): %s", attempt, self.last_write_error)
                 time.sleep(0.05 * attempt)
+        if self.spill_reason is None:
+            self.spill_reason = self.last_write_error
         self._spill(batch)
 
-    def _append_audit(self, batch: _Batch) -> None:
-        if self._audit is not None:
-            self._audit.append_many(batch.audit_items())
+    def _append_audit(self, batch: _Batch, *, retried: bool) -> None:
+        """Append the batch's audit entries. A retry first leaves out those already there: a
+        connection lost after the server committed, before it said so, looks like a failure."""
+        if self._audit is None:
+            return
+        items = batch.audit_items()
+        if retried:
+            done = _audited_ids(self._audit, items)
+            items = [item for item in items if item[1] not in done]
+        self._audit.append_many(items)
 
     def _ingest(self, batch: _Batch) -> None:
         if batch.points:
@@ -304,15 +332,15 @@ class Tracker:
 
     def _spill(self, batch: _Batch) -> None:
         """Save what was not stored, one JSON line per record naming the stages still due
-        ('records', 'audit', 'points'), to the spill directory, else the temp directory."""
+        ('records', 'audit', 'points'), to the tracker's spill file (appended to) in the spill
+        directory, else the temp directory."""
         lines = [
             json.dumps({"kind": type(record).__name__, "pending": pending, "record": dumped})
             for record, pending in batch.pending()
             for dumped in (record.model_dump(mode="json"),)
         ]
-        name = f"{SPILL_PREFIX}{time.strftime('%Y%m%d-%H%M%S')}-{id(batch):x}.jsonl"
         for directory in (self._spill_dir, Path(tempfile.gettempdir())):
-            path = directory / name
+            path = directory / self._spill_name
             try:
                 # Owner-only, as the database: the records hold prompts and answers before
                 # anonymization.
@@ -322,7 +350,9 @@ class Tracker:
             except OSError as error:
                 log.error("cannot spill to %s: %s", path, error)
                 continue
-            self.spilled.append(path)
+            if path not in self.spilled:
+                self.spilled.append(path)
+            self.spilled_records += len(lines)
             log.error("tracker could not write %d records; saved them to %s", len(lines), path)
             return
         raise OSError(f"could not spill {len(lines)} records to {self._spill_dir} or temp")
@@ -358,12 +388,6 @@ class ReplaySink(RecordSink, Protocol):
     ) -> IngestCounts: ...
 
 
-class ReplayAudit(AuditSink, Protocol):
-    """An audit trail that says which records it holds; `AuditLog` satisfies it."""
-
-    def recorded_ids(self, kind: str, record_ids: Collection[str]) -> set[str]: ...
-
-
 @dataclass(frozen=True)
 class SpilledEntry:
     """A spilled record and its stages still due; for a data point also the JSON object the
@@ -390,7 +414,7 @@ class ReplayReport:
 
 
 def replay_spill(
-    entries: Sequence[SpilledEntry], sink: ReplaySink, audit: ReplayAudit
+    entries: Sequence[SpilledEntry], sink: ReplaySink, audit: AuditSink
 ) -> ReplayReport:
     """Store what a tracker spilled (read by `read_spill`), each record only for the stages
     still due, in the tracker's order (records, audit, points). A stage already done in this
@@ -477,7 +501,7 @@ def _batch_of(records: Iterable[Record]) -> _Batch:
     return batch
 
 
-def _audited_ids(audit: ReplayAudit, items: Iterable[tuple[str, str, Any]]) -> set[str]:
+def _audited_ids(audit: AuditSink, items: Iterable[tuple[str, str, Any]]) -> set[str]:
     """The record ids among the audit `items` that already have their entry."""
     by_kind: dict[str, list[str]] = defaultdict(list)
     for kind, record_id, _ in items:

@@ -20,7 +20,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
-from agent_agency.pool.store import Store
+from agent_agency.pool.sql_store import SqlStore
 from agent_agency.records import Complexity
 from agent_agency.training.selection import Selection, iter_selected
 
@@ -39,7 +39,7 @@ class PointFacts:
     task_success_rate: float
 
 
-def point_facts(store: Store, point_ids: Collection[str]) -> dict[str, PointFacts]:
+def point_facts(store: SqlStore, point_ids: Collection[str]) -> dict[str, PointFacts]:
     """The facts of `point_ids`, from one pass over the pool's train split."""
     wanted = set(point_ids)
     complexity: dict[str, tuple[str, Complexity]] = {}

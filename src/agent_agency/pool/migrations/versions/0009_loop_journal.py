@@ -5,7 +5,7 @@ produced, so a loop stopped at any point resumes after its last finished stage. 
 nothing stored is changed.
 
 Revision ID: 0009
-Revises: 0007
+Revises: 0008
 Create Date: 2026-11-27 15:00:00
 """
 
@@ -16,7 +16,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0009"
-down_revision = "0007"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 
