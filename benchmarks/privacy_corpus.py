@@ -105,7 +105,7 @@ def spaced_iban(iban: str) -> str:
 
 
 def ssn(fake: Faker, rng: random.Random) -> str:
-    area, group, serial = rng.randint(1, 665), rng.randint(1, 99), rng.randint(1, 9999)
+    area, group, serial = rng.randint(100, 665), rng.randint(1, 99), rng.randint(1, 9999)
     style = rng.choice(["-", " ", ""])
     return f"{area:03d}{style}{group:02d}{style}{serial:04d}"
 
@@ -178,13 +178,14 @@ def obfuscated_email(fake: Faker, rng: random.Random) -> str:
 def street_address(fake: Faker) -> str:
     """Street, postcode and city as the locale writes them on one line."""
     locale = fake._locales[0]
-    street, city, postcode = fake.street_address(), fake.city(), fake.postcode()
+    street = fake.street_address().replace("\n", ", ")
+    city, postcode = fake.city(), fake.postcode()
     if locale == "en_US":
         return f"{street}, {city}, {fake.state_abbr()} {postcode}"
     if locale == "en_GB":
         return f"{street}, {city} {postcode}"
     if locale == "fr_FR":
-        return f"{random.randint(1, 120)} {street}, {postcode} {city}"
+        return f"{street}, {postcode} {city}"
     return f"{street}, {postcode} {city}"
 
 
@@ -351,14 +352,13 @@ def nginx_access(r: Record, fake: Faker, rng: random.Random) -> None:
     for _ in range(rng.randint(3, 5)):
         ip = r.pii("IP_ADDRESS", fake.ipv4_public())
         auth = r.pii("USERNAME", fake.user_name()) if rng.random() < 0.5 else "-"
-        path = rng.choice(
-            [
-                f"/api/orders/{r.decoy(order_id(rng).lstrip('#').replace(' ', '-'))}",
-                f"/reset?token={r.pii('SECRET', chars(rng, URLSAFE, 32))}&lang=en",
-                f"/search?q=shoes&email={r.pii('EMAIL', fake.email())}",
-                "/static/app.js",
-            ]
-        )
+        paths: list[Callable[[], str]] = [
+            lambda: f"/api/orders/{r.decoy(order_id(rng).lstrip('#').replace(' ', '-'))}",
+            lambda: f"/reset?token={r.pii('SECRET', chars(rng, URLSAFE, 32))}&lang=en",
+            lambda: f"/search?q=shoes&email={r.pii('EMAIL', fake.email())}",
+            lambda: "/static/app.js",
+        ]
+        path = rng.choice(paths)()
         lines.append(
             f'{ip} - {auth} [{fake.date_time():%d/%b/%Y:%H:%M:%S} +0000] "GET {path} HTTP/1.1" '
             f'200 {rng.randint(200, 90000)} "-" "{fake.user_agent()}"'

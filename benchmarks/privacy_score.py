@@ -91,6 +91,8 @@ def score(records: list[dict[str, Any]], anonymize: Callable[[str], str]) -> Sco
             else:
                 result.caught[kind] += 1
         for decoy in record["decoys"]:
+            if decoy not in record["text"]:
+                raise ValueError(f"{record['id']}: decoy {decoy!r} is not in the text")
             result.decoys += 1
             if decoy in output:
                 result.decoys_kept += 1

@@ -115,7 +115,7 @@ class Anonymizer:
     def _include(self, entity: str) -> bool:
         if entity == "FILE_PATH":
             return self.policy.generalize_paths
-        if entity == "USER_ID":
+        if entity in ("USER_ID", "USERNAME"):
             return self.policy.remove_user_ids
         return self.policy.redact_text_pii
 
