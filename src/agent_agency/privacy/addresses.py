@@ -51,11 +51,12 @@ _DE = re.compile(
     rf"{_DE_STREET}[ \t]+\d{{1,4}}[a-z]?(?:[-/]\d{{1,4}}[a-z]?)?,?[ \t]*\d{{5}}[ \t]+{_CITY}"
 )
 _FR_STREET_TYPE = (
-    r"(?:rue|avenue|av\.|boulevard|bd|chemin|place|impasse|allée|quai|route|cours|square|voie"
-    r"|passage|rond-point|faubourg|sentier|parvis|esplanade)"
+    r"(?:[Rr]ue|[Aa]venue|[Aa]v\.|[Bb]oulevard|[Bb]d|[Cc]hemin|[Pp]lace|[Ii]mpasse|[Aa]llée|[Qq]uai"
+    r"|[Rr]oute|[Cc]ours|[Ss]quare|[Vv]oie|[Pp]assage|[Rr]ond-point|[Ff]aubourg|[Ss]entier"
+    r"|[Pp]arvis|[Ee]splanade)"
 )
 _FR = re.compile(
-    rf"(?i:(?:\b\d{{1,4}}(?:[ \t]?(?:bis|ter))?,?[ \t]+)?\b{_FR_STREET_TYPE})[ \t]+[^\n,;\"']{{1,50}},"
+    rf"(?:\b\d{{1,4}}(?:[ \t]?(?:bis|ter))?,?[ \t]+)?\b{_FR_STREET_TYPE}[ \t]+[^\n,;\"']{{1,50}},"
     rf"[ \t]*\d{{5}}[ \t]+{_CITY}"
 )
 
@@ -65,6 +66,6 @@ ADDRESS_RECOGNIZERS: tuple[Recognizer, ...] = (
     PatternRecognizer("STREET_ADDRESS", _GB, re.compile(rf"{_GB_POSTCODE}")),
     PatternRecognizer("STREET_ADDRESS", _DE, re.compile(r"\d,?[ \t]*\d{5}[ \t]+[A-ZÀ-ÖØ-Þ]")),
     PatternRecognizer(
-        "STREET_ADDRESS", _FR, re.compile(rf"(?i){_FR_STREET_TYPE}[^\n]*\d{{5}}")
+        "STREET_ADDRESS", _FR, re.compile(r"\d{5}[ \t]+[A-ZÀ-ÖØ-Þ]")
     ),
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from agent_agency.privacy.identity import PERSON_VALUE
+from agent_agency.privacy.keyed import pairs, value_span
 from agent_agency.privacy.spans import Finding, Recognizer
 
 # key (lower-cased, '-' and ' ' as '_') → entity
@@ -42,12 +43,8 @@ _KEYS: dict[str, str] = {
 }
 # SQL columns holding a secret (as JSON or YAML keys these are `privacy.secrets`' keyed secrets)
 _SECRET_COLUMNS = dict.fromkeys(("key", "api_key", "password", "token", "secret"), "SECRET")
-_KEY_NAMES = "|".join(sorted((k.replace("_", "[_ -]?") for k in _KEYS), key=len, reverse=True))
-_KEYED = re.compile(
-    rf"(?i:(?<![\w.-])[\"']?(?P<key>{_KEY_NAMES})[\"']?)[ \t]*(?:=|:(?!//))[ \t]*"
-    r"(?:\"(?P<dq>(?:[^\"\\\n]|\\.)+)\"|'(?P<sq>[^'\n]+)'|(?P<bare>[^\s\"'{\[,&][^\n\"'&,}]*))"
-)
-_KEYED_NEEDS = re.compile(rf"(?i)(?:{_KEY_NAMES})[\"']?[ \t]*[=:]")
+_KEYED_NEEDS = re.compile(r"[=:]")
+_BARE = re.compile(r"[^\s\"'{\[,&][^\n\"'&,}]*")
 # A PERSON value starts with a capital letter (`name: billing` is a service, not a person); a
 # user name is one token; a phone or SSN holds digits.
 _SHAPE = {
@@ -77,16 +74,14 @@ class KeyedValue(Recognizer):
 
     def findings(self, text: str) -> list[Finding]:
         found = []
-        for match in _KEYED.finditer(text):
-            entity = _entity(match.group("key"))
-            group = next(g for g in ("dq", "sq", "bare") if match.group(g) is not None)
-            start, end = match.span(group)
-            value = text[start:end].rstrip()
-            end = start + len(value)
-            if entity is None or _NOT_A_VALUE.fullmatch(value):
+        for pair in pairs(text):
+            entity = _entity(pair.key)
+            span = None if entity is None else value_span(text, pair, _BARE)
+            if entity is None or span is None:
                 continue
-            if _SHAPE[entity].fullmatch(value):
-                found.append(Finding(entity, start, end))
+            value = text[span[0] : span[1]]
+            if not _NOT_A_VALUE.fullmatch(value) and _SHAPE[entity].fullmatch(value):
+                found.append(Finding(entity, *span))
         return found
 
 
@@ -117,5 +112,5 @@ class SqlInsertColumn(Recognizer):
 
 FIELD_RECOGNIZERS: tuple[Recognizer, ...] = (
     KeyedValue("PERSON", _KEYED_NEEDS),
-    SqlInsertColumn("PERSON", re.compile(r"(?i)INSERT[ \t]+INTO")),
+    SqlInsertColumn("PERSON", re.compile(r"INSERT|[Ii]nsert")),
 )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from agent_agency.privacy.spans import Finding, PatternRecognizer, Recognizer
+from agent_agency.privacy.spans import Finding, PatternRecognizer, Recognizer, cased
 
 _UPPER = "A-ZÀ-ÖØ-Þ"
 _LOWER = "a-zß-öø-ÿ"
@@ -22,46 +22,66 @@ _PARTICLE = r"(?:von|van|de|du|des|der|den|la|le|di|da|del|dos|zu|ter|ten|bin|al
 NAME = rf"{NAME_WORD}(?:[ \t]+(?:{_PARTICLE}[ \t]+){{0,2}}{NAME_WORD}){{0,3}}"
 _TITLE = (
     r"(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof|Univ\.Prof|Dipl\.-Ing|Ing|Herr|Frau|Mme|Mlle|M|Sir|Dame"
-    r"|Madame|Monsieur|Mademoiselle)"
+    r"|Madame|Monsieur|Mademoiselle)\.?[ \t]+"
 )
-_TITLES = rf"(?:{_TITLE}\.?[ \t]+)+"
 _SUFFIX = r"(?:,?[ \t]+(?:Jr\.|Sr\.|II|III|IV|MD|DDS|PhD|DVM|B\.Sc\.|B\.A\.|B\.Eng\.|MBA\.?|M\.Sc\.))?"
-PERSON_VALUE = rf"(?:{_TITLES})?{NAME}{_SUFFIX}"
-_CUES = (
-    r"Dear|Hi|Hello|Hey|Bonjour|Bonsoir|Salut|Hallo|Liebe|Lieber|Sehr geehrte[r]?|Cher|Chère"
-    r"|[Cc]ustomer|[Cc]lient|[Pp]atient|[Cc]ontact|Kunde|Kundin|[Mm]y name is|[Ii]ch heiße"
-    r"|[Mm]ein Name ist|[Jj]e m'appelle|[Jj]e suis|[Ss]igned|[Aa]ssigned to|[Rr]eported by"
-    r"|[Cc]reated by|[Aa]uthor|[Oo]wner"
+PERSON_VALUE = rf"(?:{_TITLE})*{NAME}{_SUFFIX}"
+# Each alternation starts with plain letters (see `PatternRecognizer`).
+_CUES = "|".join(
+    (
+        "Dear|Hi|Hello|Hey|Bonjour|Bonsoir|Salut|Hallo|Liebe|Lieber|Sehr geehrte|Cher|Chère",
+        cased("customer", "client", "patient", "contact", "my name is", "je m'appelle",
+              "je suis", "signed", "assigned to", "reported by", "created by", "author", "owner"),
+        "Kunde|Kundin|Ich heiße|ich heiße|Mein Name ist|mein Name ist",
+    )
 )
-_AFTER_CUE = re.compile(rf"(?<![\w])(?:{_CUES}),?[ \t]+(?P<v>{PERSON_VALUE})")
-_AFTER_TITLE = re.compile(rf"(?<![\w.])(?P<v>{_TITLES}{NAME}{_SUFFIX})")
-_SIGN_OFF_WORDS = (
-    r"(?:Thanks|Thank you|Regards|Best regards|Kind regards|Best|Cheers|Sincerely|Merci"
-    r"|Cordialement|Bien à vous|Grüße|Viele Grüße|Mit freundlichen Grüßen|Gruß),?[ \t]*\n"
+_SIGN_OFFS = (
+    "Thanks|Thank you|Regards|Best regards|Kind regards|Best|Cheers|Sincerely|Merci"
+    "|Cordialement|Bien à vous|Grüße|Viele Grüße|Mit freundlichen Grüßen|Gruß"
 )
-_SIGN_OFF = re.compile(rf"{_SIGN_OFF_WORDS}[ \t]*(?P<v>{PERSON_VALUE})")
-_MAIL_HEADER = re.compile(rf"(?m)^(?:From|To|Cc|Reply-To|Von|An|De|À):[ \t]*(?P<v>{PERSON_VALUE})[ \t]*<")
+_HEADERS = "From|To|Cc|Reply-To|Von|An|De|À"
+_AFTER_CUE = re.compile(rf"(?:{_CUES})r?,?[ \t]+(?P<v>{PERSON_VALUE})")
+_AFTER_SIGN_OFF = re.compile(rf"(?:{_SIGN_OFFS}),?[ \t]*\n[ \t]*(?P<v>{PERSON_VALUE})")
+_AFTER_HEADER = re.compile(rf"(?:{_HEADERS}):[ \t]*(?P<v>{PERSON_VALUE})")
+_WITH_TITLE = re.compile(rf"{_TITLE}(?:{_TITLE})*{NAME}{_SUFFIX}")
 
-_CUE_NEEDS = re.compile(rf"{_CUES}")
-_TITLE_NEEDS = re.compile(rf"{_TITLE}\.?[ \t]+[{_UPPER}]")
-_SIGN_OFF_NEEDS = re.compile(_SIGN_OFF_WORDS)
-_HEADER_NEEDS = re.compile(r"(?m)^(?:From|To|Cc|Reply-To|Von|An|De|À):")
+
+class MailHeaderPerson(PatternRecognizer):
+    """The name in a `From:`/`To:` header line (at the start of a line)."""
+
+    def findings(self, text: str) -> list[Finding]:
+        return [
+            f for f in super().findings(text) if _line_start(text, text.rfind(":", 0, f.start))
+        ]
+
+
+def _line_start(text: str, colon: int) -> bool:
+    header_start = max(text.rfind("\n", 0, colon) + 1, 0)
+    return text[header_start:colon].isalpha() or text[header_start:colon] == "Reply-To"
+
 
 # sshd: "Accepted publickey for x from", "Failed password for invalid user x from",
 # "session opened for user x(uid=…) by"
 _SSHD_USER = re.compile(
-    r"\b(?:for(?:[ \t]+(?:invalid|illegal))?(?:[ \t]+user)?|user)[ \t]+(?P<v>[\w.-]+)"
+    r"(?:for(?:[ \t]+(?:invalid|illegal))?(?:[ \t]+user)?|user)[ \t]+(?P<v>[\w.-]+)"
     r"(?=[ \t]+from[ \t]|\(uid=|[ \t]+by[ \t])"
 )
-_SSHD_NEEDS = re.compile(r"\b(?:for|user)[ \t]+[\w.-]+(?:[ \t]+from[ \t]|\(uid=|[ \t]+by[ \t])")
+_SSHD_NEEDS = re.compile(r"(?:for|user)[ \t]+[\w.-]+(?:[ \t]+from[ \t]|\(uid=|[ \t]+by[ \t])")
 # The access log's third field (the authenticated user), "-" when none.
 _ACCESS_LOG_USER = re.compile(r"(?m)^\S+[ \t]\S+[ \t](?P<v>[^\s\[-][^\s\[]*)[ \t]\[\d")
 _ACCESS_LOG_NEEDS = re.compile(r"\S[ \t]\[\d\d/")
+_USERNAME_WORDS = "|".join(
+    (
+        cased("username", "user name", "user_name", "userName", "login", "benutzername"),
+        cased("identifiant", "nom d'utilisateur"),
+        "USERNAME|USER_NAME|LOGIN",
+    )
+)
 _SAYS_USERNAME = re.compile(
-    r"(?i)\b(?:user[ _-]?name|login|benutzername|identifiant|nom d'utilisateur)"
+    rf"(?:{_USERNAME_WORDS})"
     r"(?:[ \t]+(?:is|was|ist|est))?[ \t]*:?[ \t]+[\"']?(?P<v>[\w.@-]+)"
 )
-_SAYS_USERNAME_NEEDS = re.compile(r"(?i)user[ _-]?name|login|benutzername|identifiant|utilisateur")
+_SAYS_USERNAME_NEEDS = re.compile(_USERNAME_WORDS)
 # A home directory's user: /home/x, /Users/x, C:\Users\x (also JSON-escaped), \\server\share\x
 _HOME_USER = re.compile(
     r"(?:/home/|/Users/|[A-Za-z]:(?:\\\\|\\)(?:Users|Documents and Settings)(?:\\\\|\\))"
@@ -69,7 +89,7 @@ _HOME_USER = re.compile(
     r"|(?:\\\\|\\){1,2}[\w.-]+(?:\\\\|\\)(?:home|users|profiles)\$?(?:\\\\|\\)(?P<unc>[\w.-]+)",
     re.IGNORECASE,
 )
-_HOME_NEEDS = re.compile(r"(?i)/home/|/Users/|:\\{1,2}(?:Users|Documents)|\\(?:home|users|profiles)")
+_HOME_NEEDS = re.compile(r"/home/|/Users/|:\\{1,2}(?:Users|Documents)|\\(?:home|[Uu]sers|profiles)")
 
 
 class HomeDirectoryUser(PatternRecognizer):
@@ -83,14 +103,14 @@ class HomeDirectoryUser(PatternRecognizer):
 
 
 USER_RECOGNIZERS: tuple[Recognizer, ...] = (
-    PatternRecognizer("USERNAME", _SSHD_USER, _SSHD_NEEDS),
+    PatternRecognizer("USERNAME", _SSHD_USER, _SSHD_NEEDS, word_start=True),
     PatternRecognizer("USERNAME", _ACCESS_LOG_USER, _ACCESS_LOG_NEEDS),
-    PatternRecognizer("USERNAME", _SAYS_USERNAME, _SAYS_USERNAME_NEEDS),
+    PatternRecognizer("USERNAME", _SAYS_USERNAME, _SAYS_USERNAME_NEEDS, word_start=True),
     HomeDirectoryUser("USERNAME", _HOME_USER, _HOME_NEEDS),
 )
 PERSON_RECOGNIZERS: tuple[Recognizer, ...] = (
-    PatternRecognizer("PERSON", _AFTER_CUE, _CUE_NEEDS),
-    PatternRecognizer("PERSON", _AFTER_TITLE, _TITLE_NEEDS),
-    PatternRecognizer("PERSON", _SIGN_OFF, _SIGN_OFF_NEEDS),
-    PatternRecognizer("PERSON", _MAIL_HEADER, _HEADER_NEEDS),
+    PatternRecognizer("PERSON", _AFTER_CUE, re.compile(_CUES), word_start=True),
+    PatternRecognizer("PERSON", _AFTER_SIGN_OFF, re.compile(_SIGN_OFFS), word_start=True),
+    MailHeaderPerson("PERSON", _AFTER_HEADER, re.compile(rf"(?:{_HEADERS}):")),
+    PatternRecognizer("PERSON", _WITH_TITLE, re.compile(_TITLE), word_start=True),
 )

@@ -23,6 +23,7 @@ from agent_agency.privacy.identity import PERSON_RECOGNIZERS, USER_RECOGNIZERS
 from agent_agency.privacy.paths import PATH_RECOGNIZERS, generalize_path
 from agent_agency.privacy.presidio import (
     ANY_TRIGGER,
+    NEVER_REPORTED,
     PRESIDIO_DIGIT_TRIGGERS,
     PRESIDIO_MIN_SCORE,
     PRESIDIO_TRIGGERS,
@@ -41,7 +42,12 @@ from agent_agency.privacy.spans import (
     text_outside,
     widened,
 )
-from agent_agency.privacy.structured import VALID, OBFUSCATED_AT_NEEDS, structured_findings
+from agent_agency.privacy.structured import (
+    OBFUSCATED_AT_NEEDS,
+    VALID,
+    luhn_valid,
+    structured_findings,
+)
 from agent_agency.privacy.urls import URL_RECOGNIZERS
 
 __all__ = [
@@ -127,7 +133,8 @@ def _presidio_findings(
     """Presidio's findings for the entities whose trigger matches `text` outside `own` (what our
     recognizers already found): an entity only triggered inside them is not asked for, since
     whatever Presidio would find from that trigger overlaps a finding that is redacted anyway."""
-    residual = text_outside(text, own) if own else text
+    never = [Finding("", *m.span()) for m in NEVER_REPORTED.finditer(text) if _never(m.group())]
+    residual = text_outside(text, (*own, *never)) if own or never else text
     if not ANY_TRIGGER.search(residual):
         return ()
     entities = [name for name, trigger in PRESIDIO_TRIGGERS.items() if trigger.search(residual)]
@@ -142,6 +149,11 @@ def _presidio_findings(
         if (r.entity_type not in VALID or VALID[r.entity_type](text[r.start : r.end]))
         and not _glued_number(text, r.entity_type, r.start)
     )
+
+
+def _never(shape: str) -> bool:
+    """False for a 16 to 19 digit run that passes the Luhn check (a card number)."""
+    return not shape.isdigit() or len(shape) < 16 or not luhn_valid(shape)
 
 
 def _glued_number(text: str, entity: str, start: int) -> bool:

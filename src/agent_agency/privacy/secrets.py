@@ -15,25 +15,24 @@ from __future__ import annotations
 import functools
 import re
 
+from agent_agency.privacy.keyed import pairs, value_span
 from agent_agency.privacy.spans import Finding, PatternRecognizer, Recognizer
 
-# The detect-secrets plugins whose patterns recognise a token by its own shape (the keyword and
-# entropy plugins need the filtered scan; the IP plugin is not about secrets).
+# The detect-secrets plugins whose patterns recognise a token by a fixed prefix (the keyword and
+# entropy plugins need the filtered scan; the IP plugin is not about secrets; Discord, Telegram and
+# Mailchimp tokens have no prefix and their shapes match ordinary ids).
 _DETECT_SECRETS_PLUGINS = (
     "aws.AWSKeyDetector",
     "azure_storage_key.AzureStorageKeyDetector",
-    "discord.DiscordBotTokenDetector",
     "github_token.GitHubTokenDetector",
     "gitlab_token.GitLabTokenDetector",
     "jwt.JwtTokenDetector",
-    "mailchimp.MailchimpDetector",
     "openai.OpenAIDetector",
     "pypi_token.PypiTokenDetector",
     "sendgrid.SendGridDetector",
     "slack.SlackDetector",
     "square_oauth.SquareOAuthDetector",
     "stripe.StripeDetector",
-    "telegram_token.TelegramBotTokenDetector",
 )
 # Documented prefixes detect-secrets only finds by entropy, each followed by its key's alphabet.
 _DOCUMENTED_PREFIXES = (
@@ -48,11 +47,10 @@ _DOCUMENTED_PREFIXES = (
 )
 # Characters a token is made of (base64, URL-safe base64, JWT dots): a match is widened over them.
 _TOKEN_TAIL = r"[A-Za-z0-9_+/=.-]*"
-# Cheap necessary condition of every provider pattern: one of their fixed prefixes, or the shape of
-# the prefix-less ones (Discord, Telegram, Mailchimp, Twilio-like: a long run of letters/digits).
+# The fixed prefixes every provider pattern starts with: a token starts where one of them does.
 PROVIDER_NEEDS = re.compile(
-    r"AKIA|ASIA|ABIA|ACCA|A3T|AccountKey=|gh[pousr]_|gl[a-z]+-|GR1348941|eyJ|-us\d|sk-|sk_|rk_"
-    r"|pypi-|SG\.|xox|hooks\.slack|sq0csp-|github_pat_|hf_|AIza|npm_|\d{8,10}:|[MNO][\w-]{23,25}\."
+    r"AKIA|ASIA|ABIA|ACCA|A3T|AccountKey=|gh[pousr]_|gl(?:pat|dt|ft|soat|rt|cbt|imt)-|GR1348941"
+    r"|eyJ|sk-|sk_|rk_|pypi-|SG\.|xox|https://hooks\.slack|sq0csp-|github_pat_|hf_|AIza|npm_"
 )
 
 
@@ -69,7 +67,7 @@ def _provider_pattern() -> re.Pattern[str]:
     # detect-secrets' patterns may hold capture groups: make them non-capturing
     non_capturing = [re.sub(r"(?<!\\)\((?!\?)", "(?:", pattern) for pattern in patterns]
     joined = "|".join(f"(?:{pattern})" for pattern in non_capturing)
-    return re.compile(rf"(?<![A-Za-z0-9])(?:{joined}){_TOKEN_TAIL}")
+    return re.compile(rf"(?:{joined}){_TOKEN_TAIL}")
 
 
 class _ProviderSecret(Recognizer):
@@ -77,7 +75,16 @@ class _ProviderSecret(Recognizer):
     import)."""
 
     def findings(self, text: str) -> list[Finding]:
-        return [Finding(self.entity, *m.span()) for m in _provider_pattern().finditer(text)]
+        found = []
+        pattern = _provider_pattern()
+        for prefix in self.needs.finditer(text):
+            start = prefix.start()
+            if start > 0 and text[start - 1].isalnum():
+                continue  # inside a longer word
+            token = pattern.match(text, start)
+            if token is not None:
+                found.append(Finding(self.entity, start, token.end()))
+        return found
 
 
 # A key naming a secret, alone or ending a longer name (DB_PASSWORD, client_secret, OPENAI_API_KEY,
@@ -86,13 +93,10 @@ _SECRET_KEY = (
     r"(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
     r"|client[_-]?secret|credentials?|auth|sig|signature|session[_-]?id|[A-Z0-9]_KEY|_key)"
 )
-_KEYED_SECRET = re.compile(
-    rf"(?i:(?<![a-z0-9])[\w.-]*{_SECRET_KEY}(?![a-z0-9]))['\"]?[ \t]*(?:=|:(?!//))[ \t]*"
-    r"(?:\"(?P<dq>(?:[^\"\\\n]|\\.)+)\"|'(?P<sq>[^'\n]+)'"
-    # unquoted: after '=' up to a space or '&' (a query string), after ':' the rest of the line
-    r"|(?<==)[ \t]*(?P<bare>[^\s&\"']+)|(?<=:)[ \t]*(?P<line>[^\s\"'][^\n]*))"
-)
-_KEYED_NEEDS = re.compile(r"(?i)pass|pwd|secret|token|key|cred|auth|sig|session")
+_SECRET_WORD = re.compile(rf"(?i)(?<![a-z0-9]){_SECRET_KEY}(?![a-z0-9])")
+# unquoted: after '=' up to a space or '&' (a query string), after ':' the rest of the line
+_BARE_AFTER = {"=": re.compile(r"[^\s&\"']+"), ":": re.compile(r"[^\s\"'][^\n]*")}
+_KEYED_NEEDS = re.compile(r"[=:]")
 _BEARER = re.compile(r"\b(?:Bearer|Basic|Token|token)\s+(?P<v>[A-Za-z0-9._~+/=-]{8,})")
 _BEARER_NEEDS = re.compile(r"Bearer|Basic|[Tt]oken")
 # A value that names where the secret is, not the secret: an environment variable, a template
@@ -108,12 +112,12 @@ class _KeyedSecret(Recognizer):
 
     def findings(self, text: str) -> list[Finding]:
         found = []
-        for match in _KEYED_SECRET.finditer(text):
-            group = next(g for g in ("dq", "sq", "bare", "line") if match.group(g) is not None)
-            start, end = match.span(group)
-            value = text[start:end].rstrip()
-            if not _NOT_A_SECRET.fullmatch(value):
-                found.append(Finding("SECRET", start, start + len(value)))
+        for pair in pairs(text):
+            if not _SECRET_WORD.search(pair.key):
+                continue
+            span = value_span(text, pair, _BARE_AFTER[pair.separator])
+            if span is not None and not _NOT_A_SECRET.fullmatch(text[span[0] : span[1]]):
+                found.append(Finding(self.entity, *span))
         return found
 
 

@@ -38,7 +38,13 @@ class Recognizer:
 
 
 class PatternRecognizer(Recognizer):
-    """Finds `entity` where `pattern` matches (its `v` group, if any) and `valid` accepts it."""
+    """Finds `entity` where `pattern` matches (its `v` group, if any) and `valid` accepts it;
+    with `word_start`, only where the match does not continue a word.
+
+    A pattern that starts with literal characters (each branch of an alternation with a plain
+    letter, no `\\b`, lookbehind or `[Xx]` class before it) lets the regex engine skip to the
+    positions where it can start, several times faster: `word_start` checks the boundary instead.
+    """
 
     def __init__(
         self,
@@ -46,22 +52,36 @@ class PatternRecognizer(Recognizer):
         pattern: re.Pattern[str],
         needs: re.Pattern[str],
         valid: Callable[[str], bool] | None = None,
+        *,
+        word_start: bool = False,
     ) -> None:
         super().__init__(entity, needs)
         self.pattern = pattern
         self.valid = valid
+        self.word_start = word_start
 
     def findings(self, text: str) -> list[Finding]:
         found = []
         value_group = "v" if "v" in self.pattern.groupindex else 0
         for match in self.pattern.finditer(text):
             start, end = match.span(value_group)
-            if start >= end:
+            if start >= end or (self.word_start and continues_word(text, match.start())):
                 continue
             if self.valid is not None and not self.valid(text[start:end]):
                 continue
             found.append(Finding(self.entity, start, end))
         return found
+
+
+def continues_word(text: str, start: int) -> bool:
+    return start > 0 and text[start - 1].isalnum()
+
+
+def cased(*words: str) -> str:
+    """An alternation of `words`, each also capitalized: literal first characters only (see
+    `PatternRecognizer`)."""
+    variants = dict.fromkeys(v for w in words for v in (w, w[:1].upper() + w[1:]))
+    return "|".join(re.escape(v).replace("\\ ", " ") for v in variants)
 
 
 def scan(recognizers: Iterable[Recognizer], text: str) -> list[Finding]:

@@ -56,7 +56,8 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         "US_SSN",
         re.compile(
             r"(?=\d)\b(?!000|666|9)\d{3}([- ])(?!00)\d{2}\1(?!0000)\d{4}\b"
-            r"|(?i:\b(?:ssn|social security(?: number| no\.?)?)(?: on file| number| no\.?)?[#:=\s\"']{1,5})"
+            r"|\b(?:ssn|SSN|Ssn|[Ss]ocial [Ss]ecurity(?: [Nn]umber| [Nn]o\.?)?)"
+            r"(?: on file| number| no\.?)?[#:=\s\"']{1,5}"
             r"(?P<v>\d{9})\b"
         ),
     ),
