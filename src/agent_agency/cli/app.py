@@ -36,6 +36,7 @@ from agent_agency.cli.options import (
     sigterm_raises,
 )
 from agent_agency.cli.pool import pool_app
+from agent_agency.cli.redact import redact
 from agent_agency.cli.routing import routing_app
 from agent_agency.cli.train import train
 from agent_agency.cli.validate import validate
@@ -64,6 +65,7 @@ app.add_typer(audit_app, name="audit", no_args_is_help=True)
 app.add_typer(db_app, name="db", no_args_is_help=True)
 app.command()(train)
 app.command()(validate)
+app.command()(redact)
 
 
 @config_app.command("show")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from agent_agency.privacy.identity import NAME_WORD
-from agent_agency.privacy.spans import PatternRecognizer, Recognizer
+from agent_agency.privacy.spans import Finding, PatternRecognizer, Recognizer
 
 _UPPER = "A-ZÀ-ÖØ-Þ"
 _WORDS = rf"{NAME_WORD}(?:[ \t]+{NAME_WORD}){{0,3}}"
@@ -60,12 +60,33 @@ _FR = re.compile(
     rf"[ \t]*\d{{5}}[ \t]+{_CITY}"
 )
 
+
+
+class AnchoredAddress(PatternRecognizer):
+    """`pattern` tried only around each match of its anchor (`needs`: a postcode, a state code
+    and ZIP), which it must cover: far cheaper than trying it at every position of the text."""
+
+    LOOKBACK = 140
+    LOOKAHEAD = 60
+
+    def findings(self, text: str) -> list[Finding]:
+        found = []
+        for anchor in self.needs.finditer(text):
+            window_start = max(0, anchor.start() - self.LOOKBACK)
+            window_end = min(len(text), anchor.end() + self.LOOKAHEAD)
+            match = self.pattern.search(text, window_start, window_end)
+            while match is not None and match.end() < anchor.end():
+                match = self.pattern.search(text, match.end(), window_end)
+            if match is not None and match.start() <= anchor.start():
+                found.append(Finding(self.entity, *match.span()))
+        return found
+
+
+_POSTCODE_AND_CITY = re.compile(r"\d{5}[ \t]+[A-ZÀ-ÖØ-Þ]")
 ADDRESS_RECOGNIZERS: tuple[Recognizer, ...] = (
-    PatternRecognizer("STREET_ADDRESS", _US_WITH_CITY, re.compile(r",[ \t]+[A-Z]{2}[ \t]+\d{5}")),
+    AnchoredAddress("STREET_ADDRESS", _US_WITH_CITY, re.compile(r",[ \t]+[A-Z]{2}[ \t]+\d{5}")),
     PatternRecognizer("STREET_ADDRESS", _US_BY_SUFFIX, re.compile(r"\d[ \t]+[A-Z]")),
-    PatternRecognizer("STREET_ADDRESS", _GB, re.compile(rf"{_GB_POSTCODE}")),
-    PatternRecognizer("STREET_ADDRESS", _DE, re.compile(r"\d,?[ \t]*\d{5}[ \t]+[A-ZÀ-ÖØ-Þ]")),
-    PatternRecognizer(
-        "STREET_ADDRESS", _FR, re.compile(r"\d{5}[ \t]+[A-ZÀ-ÖØ-Þ]")
-    ),
+    AnchoredAddress("STREET_ADDRESS", _GB, re.compile(_GB_POSTCODE)),
+    AnchoredAddress("STREET_ADDRESS", _DE, _POSTCODE_AND_CITY),
+    AnchoredAddress("STREET_ADDRESS", _FR, _POSTCODE_AND_CITY),
 )

@@ -48,7 +48,7 @@ from agent_agency.privacy.structured import (
     luhn_valid,
     structured_findings,
 )
-from agent_agency.privacy.urls import URL_RECOGNIZERS
+from agent_agency.privacy.urls import URL_RECOGNIZERS, in_url_authority
 
 __all__ = [
     "PRESIDIO_DIGIT_TRIGGERS",
@@ -122,7 +122,12 @@ def _own_findings(text: str) -> list[Finding]:
         if match.group(1) in _FIRST_NAMES:
             findings.append(Finding("PERSON", match.start(), match.end()))
     findings += scan(RECOGNIZERS, text)
-    return [widened(text, finding) for finding in findings]
+    return [widened(text, finding) for finding in findings if not _url_user(text, finding)]
+
+
+def _url_user(text: str, finding: Finding) -> bool:
+    """An "e-mail address" that is a URL's user info and host (`ftp://anna@files.example.org`)."""
+    return finding.entity == "EMAIL_ADDRESS" and in_url_authority(text, finding.start)
 
 
 def _presidio_findings(
@@ -148,6 +153,7 @@ def _presidio_findings(
         for r in results
         if (r.entity_type not in VALID or VALID[r.entity_type](text[r.start : r.end]))
         and not _glued_number(text, r.entity_type, r.start)
+        and not _url_user(text, Finding(r.entity_type, r.start, r.end))
     )
 
 

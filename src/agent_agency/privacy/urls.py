@@ -28,6 +28,15 @@ _USER_AT_HOST_PATH = re.compile(
 _USER_AT_NEEDS = re.compile(r"@[\w.-]+:[~/]")
 
 
+_AUTHORITY_BEFORE = re.compile(r"[a-z][a-z0-9+.-]*://[^\s/@\"'<>]*\Z", re.IGNORECASE)
+
+
+def in_url_authority(text: str, start: int) -> bool:
+    """Whether `start` lies in the user info of a URL (`scheme://user:pw@host`): what looks like
+    an e-mail address there is a user name or password and a host, found as such."""
+    return _AUTHORITY_BEFORE.search(text, max(0, start - 120), start) is not None
+
+
 class UrlCredentials(Recognizer):
     def findings(self, text: str) -> list[Finding]:
         found = []
