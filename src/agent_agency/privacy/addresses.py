@@ -16,9 +16,11 @@ from agent_agency.privacy.spans import Finding, PatternRecognizer, Recognizer
 
 _UPPER = "A-ZÀ-ÖØ-Þ"
 _WORDS = rf"{NAME_WORD}(?:[ \t]+{NAME_WORD}){{0,3}}"
+# a word of a place name: an apostrophe only inside it (L'Haÿ), never a closing quote
+_PLACE_WORD = rf"[{_UPPER}][\w.-]*(?:'[\w.-]+)*"
 _CITY = (
-    rf"[{_UPPER}][\w'.-]*(?:[ \t]+(?:am|an|der|im|in|bei|ob|sur|sous|en|le|la|les|de|du|upon"
-    rf"|on|[{_UPPER}][\w'.-]*)){{0,3}}"
+    rf"{_PLACE_WORD}(?:[ \t]+(?:am|an|der|im|in|bei|ob|sur|sous|en|le|la|les|de|du|upon"
+    rf"|on|{_PLACE_WORD})){{0,3}}"
 )
 _UNIT = r"(?:,?[ \t]+(?:Apt\.?|Suite|Unit|Ste\.?|#)[ \t]*\w+)"
 _US_SUFFIX = (

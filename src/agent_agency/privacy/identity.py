@@ -79,7 +79,8 @@ _USERNAME_WORDS = "|".join(
 )
 _SAYS_USERNAME = re.compile(
     rf"(?:{_USERNAME_WORDS})"
-    r"(?:[ \t]+(?:is|was|ist|est))?[ \t]*:?[ \t]+[\"']?(?P<v>[\w.@-]+)"
+    r"(?:[ \t]+(?:is|was|ist|est))?[ \t]*:?[ \t]+[\"']?"
+    r"(?!(?:is|was|ist|est|the|a|an|and|or|to|of|for|in)\b)(?P<v>[\w.@-]+)"
 )
 _SAYS_USERNAME_NEEDS = re.compile(_USERNAME_WORDS)
 # A home directory's user: /home/x, /Users/x, C:\Users\x (also JSON-escaped), \\server\share\x

@@ -167,7 +167,7 @@ def _glued_number(text: str, entity: str, start: int) -> bool:
     if entity not in ("PHONE_NUMBER", "CREDIT_CARD") or start == 0:
         return False
     before = text[start - 1]
-    return before.isalnum() or (before == "-" and start > 1 and text[start - 2].isalnum())
+    return before.isalnum() or before == "]" or (before == "-" and start > 1 and text[start - 2].isalnum())
 
 
 # A text can only hold a finding when one of these necessary conditions holds in it. Each is
@@ -339,6 +339,12 @@ def _replacement(text: str, finding: Finding) -> str:
     return PLACEHOLDERS[finding.entity]
 
 
+# A replacement changes what its neighbours stand next to ("5071 37438 Craig Plaza" is no phone
+# number, "5071 [ADDRESS]" ends one): the text is redacted again until nothing more is found, so
+# anonymizing twice changes nothing. Two passes almost always suffice.
+MAX_PASSES = 4
+
+
 def redact(
     text: str,
     *,
@@ -347,6 +353,21 @@ def redact(
     phone_regions: tuple[str, ...] = DEFAULT_PHONE_REGIONS,
 ) -> tuple[str, list[str]]:
     """`text` with each included finding replaced, and the entity types replaced, in order."""
+    replaced: list[str] = []
+    for _ in range(MAX_PASSES):
+        text, entities = _redact_once(text, include, use_presidio, phone_regions)
+        if not entities:
+            break
+        replaced += entities
+    return text, replaced
+
+
+def _redact_once(
+    text: str,
+    include: Callable[[str], bool],
+    use_presidio: bool,
+    phone_regions: tuple[str, ...],
+) -> tuple[str, list[str]]:
     if not _flagged(text):  # no recognizer, ours or Presidio as we call it, finds anything
         return text, []
     found = find_pii(text, use_presidio=use_presidio, phone_regions=phone_regions)

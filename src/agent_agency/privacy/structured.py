@@ -12,9 +12,10 @@ from collections.abc import Callable
 
 from agent_agency.privacy.spans import Finding
 
-# Not glued to letters, like Presidio's (\b): hex digests and ids hold 13 digits in a row often
+# Not glued to letters, like Presidio's (\b), nor to a placeholder (a redacted word, so that a
+# second pass finds what the first did): hex digests and ids hold 13 digits in a row often
 # enough, and one in ten of those runs passes the Luhn check.
-_CARD = re.compile(r"(?=\d)(?<![\w-])(?:\d[ -]?){12,18}\d(?![\w-])")
+_CARD = re.compile(r"(?=\d)(?<![\w\]-])(?:\d[ -]?){12,18}\d(?![\w\[-])")
 _IPV4_OCTET = r"(?:25[0-5]|2[0-4]\d|1?\d?\d)"
 _OBFUSCATED_AT = r"(?:[ \t]*(?:\[at\]|\(at\)|\{at\}|<at>)[ \t]*|[ \t]+at[ \t]+|%40)"
 _OBFUSCATED_DOT = r"(?:[ \t]*(?:\[dot\]|\(dot\)|\{dot\}|<dot>)[ \t]*|[ \t]+dot[ \t]+|\.)"
@@ -36,7 +37,7 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         "IP_ADDRESS",
         re.compile(
-            rf"(?=\d)(?<![\w.])(?:{_IPV4_OCTET}\.){{3}}{_IPV4_OCTET}(?!\d|\.\d)"
+            rf"(?=\d)(?<![\w.\]])(?:{_IPV4_OCTET}\.){{3}}{_IPV4_OCTET}(?!\d|\.\d)"
             r"|(?=[0-9a-fA-F]{1,4}:)\b(?:[0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}\b"
         ),
     ),
@@ -44,10 +45,10 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         "PHONE_NUMBER",
         re.compile(
             # international: + or 00 and the country code, then digits in any grouping
-            r"(?=[+0])(?<![\w+.-])(?:\+|00)\d[\d ().-]{6,18}\d(?:[ ]?x\d{1,5})?(?!\w|\.\d|-\d)"
+            r"(?=[+0])(?<![\w+.\]-])(?:\+|00)\d[\d ().-]{6,18}\d(?:[ ]?x\d{1,5})?(?![\w\[]|\.\d|-\d)"
             # national: an area code (in parentheses or not) and two to four more groups
-            r"|(?=[(\d])(?<![\w+.-])(?:\(\d{2,5}\)[ .-]?|\d{2,5}[ .-])\d{2,4}(?:[ .-]?\d{2,4}){1,3}"
-            r"(?:[ ]?x\d{1,5})?(?!\w|\.\d|-\d)"
+            r"|(?=[(\d])(?<![\w+.\]-])(?:\(\d{2,5}\)[ .-]?|\d{2,5}[ .-])\d{2,4}(?:[ .-]?\d{2,4}){1,3}"
+            r"(?:[ ]?x\d{1,5})?(?![\w\[]|\.\d|-\d)"
         ),
     ),
     (
