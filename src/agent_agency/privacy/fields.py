@@ -72,6 +72,9 @@ def _entity(key: str, keys: dict[str, str] = _KEYS) -> str | None:
 class KeyedValue(Recognizer):
     """The value under a key naming personal data, when its shape fits the key."""
 
+    def may_match(self, text: str) -> bool:
+        return super().may_match(text) and any(_entity(p.key) for p in pairs(text))
+
     def findings(self, text: str) -> list[Finding]:
         found = []
         for pair in pairs(text):

@@ -96,7 +96,7 @@ _SECRET_KEY = (
 _SECRET_WORD = re.compile(rf"(?i)(?<![a-z0-9]){_SECRET_KEY}(?![a-z0-9])")
 # unquoted: after '=' up to a space or '&' (a query string), after ':' the rest of the line
 _BARE_AFTER = {"=": re.compile(r"[^\s&\"']+"), ":": re.compile(r"[^\s\"'][^\n]*")}
-_KEYED_NEEDS = re.compile(r"[=:]")
+_KEYED_NEEDS = re.compile(r"[=:]")  # then `may_match` asks for a key naming a secret
 _BEARER = re.compile(r"\b(?:Bearer|Basic|Token|token)\s+(?P<v>[A-Za-z0-9._~+/=-]{8,})")
 _BEARER_NEEDS = re.compile(r"Bearer|Basic|[Tt]oken")
 # A value that names where the secret is, not the secret: an environment variable, a template
@@ -109,6 +109,9 @@ _NOT_A_SECRET = re.compile(
 
 class _KeyedSecret(Recognizer):
     """The value after a secret key, in its quotes or up to the next separator."""
+
+    def may_match(self, text: str) -> bool:
+        return super().may_match(text) and any(_SECRET_WORD.search(p.key) for p in pairs(text))
 
     def findings(self, text: str) -> list[Finding]:
         found = []

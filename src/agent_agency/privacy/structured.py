@@ -17,16 +17,18 @@ from agent_agency.privacy.spans import Finding
 # enough, and one in ten of those runs passes the Luhn check.
 _CARD = re.compile(r"(?=\d)(?<![\w\]-])(?:\d[ -]?){12,18}\d(?![\w\[-])")
 _IPV4_OCTET = r"(?:25[0-5]|2[0-4]\d|1?\d?\d)"
-_OBFUSCATED_AT = r"(?:[ \t]*(?:\[at\]|\(at\)|\{at\}|<at>)[ \t]*|[ \t]+at[ \t]+|%40)"
-_OBFUSCATED_DOT = r"(?:[ \t]*(?:\[dot\]|\(dot\)|\{dot\}|<dot>)[ \t]*|[ \t]+dot[ \t]+|\.)"
+_AT = r"(?:\[at\]|\(at\)|\{at\}|<at>|\[AT\]|\(AT\)|\{AT\}|<AT>)"
+_DOT = r"(?:\[dot\]|\(dot\)|\{dot\}|<dot>|\[DOT\]|\(DOT\)|\{DOT\}|<DOT>)"
+_OBFUSCATED_AT = rf"(?:[ \t]*{_AT}[ \t]*|[ \t]+(?:at|AT)[ \t]+|%40)"
+_OBFUSCATED_DOT = rf"(?:[ \t]*{_DOT}[ \t]*|[ \t]+(?:dot|DOT)[ \t]+|\.)"
 
 PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("EMAIL_ADDRESS", re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")),
     (
         "EMAIL_ADDRESS",
         re.compile(
-            rf"(?i)(?<![\w.+-])[a-z0-9._+-]+{_OBFUSCATED_AT}[a-z0-9-]+"
-            rf"(?:{_OBFUSCATED_DOT}[a-z0-9-]+)*(?:[ \t]+dot[ \t]+|\[dot\]|\(dot\)|\.)[a-z]{{2,}}\b"
+            rf"(?<![\w.+-])[A-Za-z0-9._+-]+{_OBFUSCATED_AT}[A-Za-z0-9-]+"
+            rf"(?:{_OBFUSCATED_DOT}[A-Za-z0-9-]+)*{_OBFUSCATED_DOT}[A-Za-z]{{2,}}\b"
         ),
     ),
     ("CREDIT_CARD", _CARD),
@@ -111,7 +113,10 @@ VALID: dict[str, Callable[[str], bool]] = {
     "PHONE_NUMBER": _phone_shaped,
 }
 _HAS_DIGIT = re.compile(r"\d")
-OBFUSCATED_AT_NEEDS = re.compile(r"(?i)[\[({<]at[\])}>]|[ \t]at[ \t]|%40")
+# what every obfuscated e-mail holds: a bracketed "at", "%40", or " at " then a word and a dot
+OBFUSCATED_AT_NEEDS = re.compile(
+    rf"{_AT}|%40|[ \t](?:at|AT)[ \t]+[A-Za-z0-9-]+(?:{_OBFUSCATED_DOT}[A-Za-z0-9-]+)*{_OBFUSCATED_DOT}"
+)
 # A pattern only runs when its cheap necessary condition holds; most texts fail most of them.
 NEEDS: dict[str, Callable[[str, bool], bool]] = {
     "EMAIL_ADDRESS": lambda text, _d: "@" in text or OBFUSCATED_AT_NEEDS.search(text) is not None,
