@@ -114,10 +114,17 @@ def widened(text: str, finding: Finding) -> Finding:
     )
 
 
+# On a tie in length, the name that says more: a number with a checksum or a fixed shape before a
+# phone number, whose shape most digit runs have.
+_VAGUE = ("PHONE_NUMBER", "FILE_PATH")
+
+
 def resolve_overlaps(findings: Iterable[Finding]) -> list[Finding]:
     """Non-overlapping spans, earliest first: each the union of a group of overlapping findings,
     named after the longest finding in it."""
-    ordered = sorted(findings, key=lambda f: (f.start, -(f.end - f.start)))
+    ordered = sorted(
+        findings, key=lambda f: (f.start, -(f.end - f.start), f.entity in _VAGUE)
+    )
     kept: list[Finding] = []
     longest: list[Finding] = []  # the longest raw finding in each kept span
     for finding in ordered:
