@@ -22,10 +22,11 @@ from typing import Any
 
 from privacy_corpus import DEFAULT_SIZE, SEED, generate
 from privacy_score import Score, score
-from results import write_section
 
 from agent_agency.privacy.pii import clear_scan_cache, redact
 from agent_agency.privacy.presidio import import_presidio
+
+from results import write_section
 
 TYPES = (
     "SECRET",

@@ -11,6 +11,7 @@ type, and decoys: strings of the same look that are not personal data and must s
 Run: python benchmarks/privacy_corpus.py [N] > corpus.jsonl   (default 600 records, seed 25)
 """
 
+# ruff: noqa: E501  (the templates are log and config lines as long as the real ones)
 from __future__ import annotations
 
 import json
@@ -113,17 +114,18 @@ def ssn(fake: Faker, rng: random.Random) -> str:
 SECRET_SHAPES: dict[str, Callable[[random.Random], str]] = {
     # OpenAI: legacy keys sk- + 20 + "T3BlbkFJ" + 20; project keys sk-proj- + 74 + "T3BlbkFJ" + 74
     "openai": lambda r: "sk-" + chars(r, B62, 20) + "T3BlbkFJ" + chars(r, B62, 20),
-    "openai_project": lambda r: "sk-proj-"
-    + chars(r, URLSAFE, 74)
-    + "T3BlbkFJ"
-    + chars(r, URLSAFE, 74),
+    "openai_project": lambda r: (
+        "sk-proj-" + chars(r, URLSAFE, 74) + "T3BlbkFJ" + chars(r, URLSAFE, 74)
+    ),
     "anthropic": lambda r: "sk-ant-api03-" + chars(r, URLSAFE, 93) + "AA",
     "aws_access_key_id": lambda r: "AKIA" + chars(r, string.ascii_uppercase + "234567", 16),
     "github": lambda r: "ghp_" + chars(r, B62, 36),
     "github_fine_grained": lambda r: "github_pat_" + chars(r, B62, 22) + "_" + chars(r, B62, 59),
     "gitlab": lambda r: "glpat-" + chars(r, URLSAFE, 20),
-    "slack": lambda r: f"xox{r.choice('bpa')}-{chars(r, string.digits, 12)}-"
-    f"{chars(r, string.digits, 13)}-{chars(r, B62, 24)}",
+    "slack": lambda r: (
+        f"xox{r.choice('bpa')}-{chars(r, string.digits, 12)}-"
+        f"{chars(r, string.digits, 13)}-{chars(r, B62, 24)}"
+    ),
     "stripe": lambda r: r.choice(["sk_live_", "rk_live_", "sk_test_"]) + chars(r, B62, 24),
     "google": lambda r: "AIza" + chars(r, URLSAFE, 35),
     "huggingface": lambda r: "hf_" + chars(r, string.ascii_letters, 34),
@@ -150,7 +152,9 @@ def phone(fake: Faker, rng: random.Random) -> str:
         return number
     code = {"en_US": "1", "en_GB": "44", "de_DE": "49", "fr_FR": "33"}[fake._locales[0]]
     national = {
-        "en_US": lambda: f"{rng.randint(201, 989)}{rng.randint(200, 999)}{rng.randint(0, 9999):04d}",
+        "en_US": lambda: (
+            f"{rng.randint(201, 989)}{rng.randint(200, 999)}{rng.randint(0, 9999):04d}"
+        ),
         "en_GB": lambda: f"7{rng.randint(100, 999)}{rng.randint(100000, 999999)}",
         "de_DE": lambda: f"1{rng.randint(50, 79)}{rng.randint(1000000, 99999999)}",
         "fr_FR": lambda: f"{rng.choice('67')}{rng.randint(10000000, 99999999)}",
@@ -233,7 +237,13 @@ SYSTEM_PATHS = (
     "/opt/app/venv/bin/gunicorn",
     "/usr/share/zoneinfo/Europe/Berlin",
 )
-PUBLIC_HOSTS = ("api.github.com", "pypi.org", "registry.npmjs.org", "api.stripe.com", "docs.python.org")
+PUBLIC_HOSTS = (
+    "api.github.com",
+    "pypi.org",
+    "registry.npmjs.org",
+    "api.stripe.com",
+    "docs.python.org",
+)
 
 
 # ---- templates, one per file format ----------------------------------------------------------
@@ -274,7 +284,7 @@ def env_file(r: Record, fake: Faker, rng: random.Random) -> None:
         f"OPENAI_API_KEY={r.pii('SECRET', SECRET_SHAPES['openai_project'](rng))}\n"
         f"export AWS_ACCESS_KEY_ID={r.pii('SECRET', SECRET_SHAPES['aws_access_key_id'](rng))}\n"
         f"export AWS_SECRET_ACCESS_KEY={r.pii('SECRET', aws_secret(rng))}\n"
-        f"STRIPE_KEY=\"{r.pii('SECRET', SECRET_SHAPES['stripe'](rng))}\"\n"
+        f'STRIPE_KEY="{r.pii("SECRET", SECRET_SHAPES["stripe"](rng))}"\n'
         f"ADMIN_EMAIL={r.pii('EMAIL', fake.email())}\n"
         f"SMTP_PASSWORD='{r.pii('PASSWORD', password(fake))}'\n"
         f"CACHE_URL=redis://{r.decoy('localhost')}:6379/0\n"
@@ -297,7 +307,7 @@ def yaml_config(r: Record, fake: Faker, rng: random.Random) -> None:
         f"  maps_api_key: {r.pii('SECRET', SECRET_SHAPES['google'](rng))}\n"
         f"owner:\n  name: {r.pii('PERSON', fake.name())}\n"
         f"  email: {r.pii('EMAIL', fake.email())}\n"
-        f"  phone: \"{r.pii('PHONE', phone(fake, rng))}\"\n"
+        f'  phone: "{r.pii("PHONE", phone(fake, rng))}"\n'
         f"  office: {r.pii('STREET_ADDRESS', street_address(fake))}\n"
         f"tracking_id: {r.decoy(str(uuid.UUID(int=rng.getrandbits(128))))}\n"
     )
@@ -316,9 +326,9 @@ def shell_session(r: Record, fake: Faker, rng: random.Random) -> None:
         f"Enumerating objects: 5, done.\nTo github.com:acme/billing.git\n"
         f"   {r.decoy(chars(rng, '0123456789abcdef', 7))}..{chars(rng, '0123456789abcdef', 7)}  main -> main\n"
         f"{user}@{host}:~/projects/billing$ scp dump.sql {user}@{r.pii('IP_ADDRESS', remote)}:/home/{user}/backups/\n"
-        f"{user}@{host}:~/projects/billing$ curl -H \"Authorization: Bearer "
-        f"{r.pii('SECRET', provider_secret(rng))}\" https://{r.decoy(rng.choice(PUBLIC_HOSTS))}/v1/items\n"
-        f"{{\"ok\": true}}\n"
+        f'{user}@{host}:~/projects/billing$ curl -H "Authorization: Bearer '
+        f'{r.pii("SECRET", provider_secret(rng))}" https://{r.decoy(rng.choice(PUBLIC_HOSTS))}/v1/items\n'
+        f'{{"ok": true}}\n'
         f"{user}@{host}:~/projects/billing$ python -c 'import sys; print(sys.version)'\n"
         f"{r.decoy(f'3.11.{rng.randint(1, 9)}')} (main, Jan 1 2024)\n"
         f"{user}@{host}:~/projects/billing$ ping -c1 {r.decoy('localhost')}\n"
@@ -364,7 +374,7 @@ def nginx_access(r: Record, fake: Faker, rng: random.Random) -> None:
             f'200 {rng.randint(200, 90000)} "-" "{fake.user_agent()}"'
         )
     lines.append(
-        f'{r.decoy("127.0.0.1")} - - [{fake.date_time():%d/%b/%Y:%H:%M:%S} +0000] '
+        f"{r.decoy('127.0.0.1')} - - [{fake.date_time():%d/%b/%Y:%H:%M:%S} +0000] "
         f'"GET /healthz HTTP/1.1" 200 2 "-" "kube-probe/{r.decoy(version(rng))}"'
     )
     r.text = "\n".join(lines) + "\n"

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import Counter
 from collections.abc import Callable
@@ -43,8 +44,8 @@ def leaked(value: str, output: str, template: str) -> bool:
 def same_shape(a: Any, b: Any) -> bool:
     """Same JSON keys and value types all the way down (strings may differ)."""
     if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(
-            same_shape(a[k], b[k]) for k in a
+        return (
+            isinstance(b, dict) and a.keys() == b.keys() and all(same_shape(a[k], b[k]) for k in a)
         )
     if isinstance(a, list):
         return isinstance(b, list) and len(a) == len(b) and all(map(same_shape, a, b))
@@ -100,8 +101,6 @@ def score(records: list[dict[str, Any]], anonymize: Callable[[str], str]) -> Sco
                 result.destroyed.append((record["id"], decoy))
         if record["is_json"]:
             result.json_records += 1
-            try:
+            with contextlib.suppress(json.JSONDecodeError):
                 result.json_valid += same_shape(json.loads(record["text"]), json.loads(output))
-            except json.JSONDecodeError:
-                pass
     return result

@@ -36,11 +36,23 @@ def assert_removed(text: str, *values: str) -> str:
         (f"OPENAI_API_KEY={OPENAI}", [OPENAI]),
         (f'curl -H "Authorization: Bearer {GITHUB}" https://api.github.com/user', [GITHUB]),
         (f"export ANTHROPIC_API_KEY={ANTHROPIC}", [ANTHROPIC]),
-        ("export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", ["wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"]),
+        (
+            "export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            ["wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"],
+        ),
         ("aws_access_key_id = AKIAIOSFODNN7EXAMPLE", ["AKIAIOSFODNN7EXAMPLE"]),
-        ("token xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", ["xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"]),
-        ("key=AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q in the page", ["AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"]),
-        ("HF hf_AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh used", ["hf_AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh"]),
+        (
+            "token xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+            ["xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"],
+        ),
+        (
+            "key=AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q in the page",
+            ["AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"],
+        ),
+        (
+            "HF hf_AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh used",
+            ["hf_AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh"],
+        ),
         ("GET /reset?token=Zx9_Qw8-Er7Ty6Ui5Op4&lang=en HTTP/1.1", ["Zx9_Qw8-Er7Ty6Ui5Op4"]),
         ("database:\n  password: P6Yq)eO!OSv2XR3b(5AM\n", ["P6Yq)eO!OSv2XR3b(5AM"]),
         ('{"client_secret": "9f8e7d6c5b4a39281706"}', ["9f8e7d6c5b4a39281706"]),
@@ -57,10 +69,26 @@ def test_a_query_string_keeps_its_other_parameters() -> None:
 @pytest.mark.parametrize(
     ("text", "kept", "removed"),
     [
-        ("DATABASE_URL=postgresql://billing:s3cr@t!@10.0.0.5:5432/orders", "postgresql://", ["billing", "s3cr@t!"]),
-        ("CACHE=redis://:Hunter2Pass@cache.internal:6379/0", "cache.internal:6379/0", ["Hunter2Pass"]),
-        ("url: jdbc:mysql://report_user:Xy7!kq@db.internal:3306/sales", "db.internal:3306/sales", ["report_user", "Xy7!kq"]),
-        ("broker amqp://guest1:rabbitPw99@rabbit.local/", "rabbit.local/", ["guest1", "rabbitPw99"]),
+        (
+            "DATABASE_URL=postgresql://billing:s3cr@t!@10.0.0.5:5432/orders",
+            "postgresql://",
+            ["billing", "s3cr@t!"],
+        ),
+        (
+            "CACHE=redis://:Hunter2Pass@cache.internal:6379/0",
+            "cache.internal:6379/0",
+            ["Hunter2Pass"],
+        ),
+        (
+            "url: jdbc:mysql://report_user:Xy7!kq@db.internal:3306/sales",
+            "db.internal:3306/sales",
+            ["report_user", "Xy7!kq"],
+        ),
+        (
+            "broker amqp://guest1:rabbitPw99@rabbit.local/",
+            "rabbit.local/",
+            ["guest1", "rabbitPw99"],
+        ),
         ("get ftp://annaberg@files.example.org/pub", "files.example.org/pub", ["annaberg"]),
     ],
 )
@@ -94,8 +122,15 @@ def test_structured_values_leave_no_part_behind(text: str, value: str) -> None:
         ("share: \\\\fileserver\\home$\\annab\\reports", "annab"),
         ("scp dump.sql annab@203.0.113.9:/home/annab/backups/", "annab"),
         ("annab@web-1:~/projects$ ls", "annab"),
-        ("Mar 17 21:22:31 web sshd[811]: Accepted publickey for annab from 203.0.113.9 port 22", "annab"),
-        ("Mar 17 21:22:31 web sshd[811]: Failed password for invalid user annab from 203.0.113.9", "annab"),
+        (
+            "Mar 17 21:22:31 web sshd[811]: Accepted publickey for annab from 203.0.113.9 port 22",
+            "annab",
+        ),
+        (
+            "Mar 17 21:22:31 web sshd[811]: Failed password for invalid user annab "
+            "from 203.0.113.9",
+            "annab",
+        ),
         ('203.0.113.9 - annab [17/Mar/2024:21:22:31 +0000] "GET / HTTP/1.1" 200 12', "annab"),
         ('{"user": "annab", "n": 1}', "annab"),
         ("My username is annab, thanks", "annab"),
@@ -128,10 +163,22 @@ def test_obfuscated_emails(text: str, value: str) -> None:
         ("Thanks,\nRichard", "Richard"),
         ("customer Sandra Roberts (id 7)", "Sandra Roberts"),
         ("owner:\n  name: Emmanuel Roussel de Humbert\n", "Emmanuel Roussel de Humbert"),
-        ("Ship to 969 Rebecca Springs Apt. 492, North Kyle, VI 93027.", "969 Rebecca Springs Apt. 492, North Kyle, VI 93027"),
-        ("Office: Studio 58, Jackson Junction, Glenville E70 6ZA", "Studio 58, Jackson Junction, Glenville E70 6ZA"),
-        ("Lieferung an Agnes-Wesack-Straße 26, 66907 Werdau bitte", "Agnes-Wesack-Straße 26, 66907 Werdau"),
-        ("Envoyer au 496, rue Roger Seguin, 57583 Colas-sur-Duval", "496, rue Roger Seguin, 57583 Colas-sur-Duval"),
+        (
+            "Ship to 969 Rebecca Springs Apt. 492, North Kyle, VI 93027.",
+            "969 Rebecca Springs Apt. 492, North Kyle, VI 93027",
+        ),
+        (
+            "Office: Studio 58, Jackson Junction, Glenville E70 6ZA",
+            "Studio 58, Jackson Junction, Glenville E70 6ZA",
+        ),
+        (
+            "Lieferung an Agnes-Wesack-Straße 26, 66907 Werdau bitte",
+            "Agnes-Wesack-Straße 26, 66907 Werdau",
+        ),
+        (
+            "Envoyer au 496, rue Roger Seguin, 57583 Colas-sur-Duval",
+            "496, rue Roger Seguin, 57583 Colas-sur-Duval",
+        ),
         ("INSERT INTO t (id, full_name) VALUES (1, 'Goran Harloff');", "Goran Harloff"),
     ],
 )

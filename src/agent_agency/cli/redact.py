@@ -1,4 +1,5 @@
-"""`agency redact`: a file or standard input, anonymized with the pool's policy, on standard output."""
+"""`agency redact`: a file or standard input, anonymized with the pool's policy, to standard
+output."""
 
 from __future__ import annotations
 
@@ -26,7 +27,9 @@ def _lines(stream: BinaryIO) -> Iterator[tuple[int, str]]:
         try:
             yield number, raw.decode("utf-8")
         except UnicodeDecodeError as error:
-            raise BadInput(f"line {number}: not UTF-8 ({error.reason} at byte {error.start})") from None
+            raise BadInput(
+                f"line {number}: not UTF-8 ({error.reason} at byte {error.start})"
+            ) from None
 
 
 def redact_text(lines: Iterable[tuple[int, str]], clean: Callable[[str], str]) -> Iterator[str]:

@@ -63,7 +63,6 @@ _FR = re.compile(
 )
 
 
-
 class AnchoredAddress(PatternRecognizer):
     """`pattern` tried only around each match of its anchor (`needs`: a postcode, a state code
     and ZIP), which it must cover: far cheaper than trying it at every position of the text."""

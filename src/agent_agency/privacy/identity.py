@@ -24,14 +24,29 @@ _TITLE = (
     r"(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof|Univ\.Prof|Dipl\.-Ing|Ing|Herr|Frau|Mme|Mlle|M|Sir|Dame"
     r"|Madame|Monsieur|Mademoiselle)\.?[ \t]+"
 )
-_SUFFIX = r"(?:,?[ \t]+(?:Jr\.|Sr\.|II|III|IV|MD|DDS|PhD|DVM|B\.Sc\.|B\.A\.|B\.Eng\.|MBA\.?|M\.Sc\.))?"
+_SUFFIX = (
+    r"(?:,?[ \t]+(?:Jr\.|Sr\.|II|III|IV|MD|DDS|PhD|DVM|B\.Sc\.|B\.A\.|B\.Eng\.|MBA\.?|M\.Sc\.))?"
+)
 PERSON_VALUE = rf"(?:{_TITLE})*{NAME}{_SUFFIX}"
 # Each alternation starts with plain letters (see `PatternRecognizer`).
 _CUES = "|".join(
     (
         "Dear|Hi|Hello|Hey|Bonjour|Bonsoir|Salut|Hallo|Liebe|Lieber|Sehr geehrte|Cher|Chère",
-        cased("customer", "client", "patient", "contact", "my name is", "je m'appelle",
-              "je suis", "signed", "assigned to", "reported by", "created by", "author", "owner"),
+        cased(
+            "customer",
+            "client",
+            "patient",
+            "contact",
+            "my name is",
+            "je m'appelle",
+            "je suis",
+            "signed",
+            "assigned to",
+            "reported by",
+            "created by",
+            "author",
+            "owner",
+        ),
         "Kunde|Kundin|Ich heiße|ich heiße|Mein Name ist|mein Name ist",
     )
 )
@@ -50,9 +65,7 @@ class MailHeaderPerson(PatternRecognizer):
     """The name in a `From:`/`To:` header line (at the start of a line)."""
 
     def findings(self, text: str) -> list[Finding]:
-        return [
-            f for f in super().findings(text) if _line_start(text, text.rfind(":", 0, f.start))
-        ]
+        return [f for f in super().findings(text) if _line_start(text, text.rfind(":", 0, f.start))]
 
 
 def _line_start(text: str, colon: int) -> bool:

@@ -167,7 +167,11 @@ def _glued_number(text: str, entity: str, start: int) -> bool:
     if entity not in ("PHONE_NUMBER", "CREDIT_CARD") or start == 0:
         return False
     before = text[start - 1]
-    return before.isalnum() or before == "]" or (before == "-" and start > 1 and text[start - 2].isalnum())
+    return (
+        before.isalnum()
+        or before == "]"
+        or (before == "-" and start > 1 and text[start - 2].isalnum())
+    )
 
 
 # A text can only hold a finding when one of these necessary conditions holds in it. Each is

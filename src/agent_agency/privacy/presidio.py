@@ -144,7 +144,6 @@ def _build_analyzer(phone_regions: tuple[str, ...]) -> Any:
     return AnalyzerEngine(nlp_engine=engine, registry=registry, supported_languages=["en"])
 
 
-
 # Presidio's recognizers that validate a checksum: a match is evidence whatever surrounds it, so
 # ids and names are checked for them too (`checksum_entities`), unlike our digit-shape rules.
 _CHECKSUM_TRIGGER = re.compile(
@@ -172,4 +171,3 @@ def checksum_entities(text: str) -> tuple[str, ...]:
         if result.score >= PRESIDIO_MIN_SCORE
     }
     return tuple(sorted(found))
-

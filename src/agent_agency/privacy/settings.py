@@ -52,7 +52,6 @@ class AnonymizationPolicy(Section):
         description="L1 sensitivity of a reward: the most one record can change it",
     )
 
-
     def includes(self, entity: str) -> bool:
         """Whether a finding of `entity` is replaced under this policy."""
         if entity == "FILE_PATH":

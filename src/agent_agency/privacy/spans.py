@@ -103,14 +103,20 @@ _WORD_CHAR = re.compile(r"[^\W_]")
 def widened(text: str, finding: Finding) -> Finding:
     """`finding` grown to the whole run of letters and digits each of its edges falls inside."""
     start, end = finding.start, finding.end
-    if 0 < start < len(text) and _WORD_CHAR.match(text[start]) and _WORD_CHAR.match(text[start - 1]):
+    if (
+        0 < start < len(text)
+        and _WORD_CHAR.match(text[start])
+        and _WORD_CHAR.match(text[start - 1])
+    ):
         while start > 0 and _WORD_CHAR.match(text[start - 1]):
             start -= 1
     if 0 < end < len(text) and _WORD_CHAR.match(text[end - 1]) and _WORD_CHAR.match(text[end]):
         while end < len(text) and _WORD_CHAR.match(text[end]):
             end += 1
-    return finding if (start, end) == (finding.start, finding.end) else Finding(
-        finding.entity, start, end
+    return (
+        finding
+        if (start, end) == (finding.start, finding.end)
+        else Finding(finding.entity, start, end)
     )
 
 
@@ -122,9 +128,7 @@ _VAGUE = ("PHONE_NUMBER", "FILE_PATH")
 def resolve_overlaps(findings: Iterable[Finding]) -> list[Finding]:
     """Non-overlapping spans, earliest first: each the union of a group of overlapping findings,
     named after the longest finding in it."""
-    ordered = sorted(
-        findings, key=lambda f: (f.start, -(f.end - f.start), f.entity in _VAGUE)
-    )
+    ordered = sorted(findings, key=lambda f: (f.start, -(f.end - f.start), f.entity in _VAGUE))
     kept: list[Finding] = []
     longest: list[Finding] = []  # the longest raw finding in each kept span
     for finding in ordered:

@@ -47,9 +47,11 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         "PHONE_NUMBER",
         re.compile(
             # international: + or 00 and the country code, then digits in any grouping
-            r"(?=[+0])(?<![\w+.\]-])(?:\+|00)\d[\d ().-]{6,18}\d(?:[ ]?x\d{1,5})?(?![\w\[]|\.\d|-\d)"
+            r"(?=[+0])(?<![\w+.\]-])(?:\+|00)\d[\d ().-]{6,18}\d(?:[ ]?x\d{1,5})?"
+            r"(?![\w\[]|\.\d|-\d)"
             # national: an area code (in parentheses or not) and two to four more groups
-            r"|(?=[(\d])(?<![\w+.\]-])(?:\(\d{2,5}\)[ .-]?|\d{2,5}[ .-])\d{2,4}(?:[ .-]?\d{2,4}){1,3}"
+            r"|(?=[(\d])(?<![\w+.\]-])(?:\(\d{2,5}\)[ .-]?|\d{2,5}[ .-])"
+            r"\d{2,4}(?:[ .-]?\d{2,4}){1,3}"
             r"(?:[ ]?x\d{1,5})?(?![\w\[]|\.\d|-\d)"
         ),
     ),
@@ -115,7 +117,8 @@ VALID: dict[str, Callable[[str], bool]] = {
 _HAS_DIGIT = re.compile(r"\d")
 # what every obfuscated e-mail holds: a bracketed "at", "%40", or " at " then a word and a dot
 OBFUSCATED_AT_NEEDS = re.compile(
-    rf"{_AT}|%40|[ \t](?:at|AT)[ \t]+[A-Za-z0-9-]+(?:{_OBFUSCATED_DOT}[A-Za-z0-9-]+)*{_OBFUSCATED_DOT}"
+    rf"{_AT}|%40|[ \t](?:at|AT)[ \t]+[A-Za-z0-9-]+"
+    rf"(?:{_OBFUSCATED_DOT}[A-Za-z0-9-]+)*{_OBFUSCATED_DOT}"
 )
 # A pattern only runs when its cheap necessary condition holds; most texts fail most of them.
 NEEDS: dict[str, Callable[[str, bool], bool]] = {

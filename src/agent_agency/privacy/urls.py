@@ -51,8 +51,7 @@ class UrlCredentials(Recognizer):
 class UserAtHostPath(Recognizer):
     def findings(self, text: str) -> list[Finding]:
         return [
-            Finding(self.entity, *match.span("user"))
-            for match in _USER_AT_HOST_PATH.finditer(text)
+            Finding(self.entity, *match.span("user")) for match in _USER_AT_HOST_PATH.finditer(text)
         ]
 
 
