@@ -35,12 +35,12 @@ PRESIDIO_MIN_SCORE = 0.4
 PRESIDIO_DIGIT_TRIGGERS = ("PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "US_SSN", "CRYPTO")
 
 # Shapes none of the recognizers we ask Presidio for reports (or whose report we drop: a number
-# glued to an id, an ISBN, a run of 16 to 19 digits failing the Luhn check, which is too long for a
-# phone number): clock times and log timestamps, ISO dates, UUIDs, loopback addresses, versions and
-# other runs of three or more dotted numbers (an IPv4 address among them is ours already; a dotted
-# phone number too, by our phone pattern). They are
-# masked like our own findings before the triggers are checked, so logs full of timestamps do not
-# send every text to Presidio.
+# glued to letters, an ISBN, a run of 16 to 19 digits failing the Luhn check, which is too long for
+# a phone number, an "e-mail address" in a URL's user info and host): clock times and log
+# timestamps, ISO dates, UUIDs, loopback addresses, versions and other runs of three or more dotted
+# numbers (an IPv4 address among them is ours already; a dotted phone number too, by our phone
+# pattern). They are masked like our own findings before the triggers are checked, so logs full of
+# timestamps do not send every text to Presidio.
 NEVER_REPORTED = re.compile(
     r"\b\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?\b"
     r"|\b\d{4}-\d{2}-\d{2}\b|\b\d{2}/[A-Z][a-z]{2}/\d{4}\b"
@@ -48,7 +48,8 @@ NEVER_REPORTED = re.compile(
     r"|\b127\.0\.0\.1\b|\b0\.0\.0\.0\b|(?<![:\w])::1?(?![:\w])"
     r"|\b\d+(?:\.\d+){2,}(?:-[\w.]+)?|\bbuild \d+(?:\.\d+)*"
     r"|\b97[89]-\d{1,5}-\d{1,7}-\d{1,7}-\d\b"
-    r"|(?<=[A-Za-z])-?\d[\w-]*|\b[A-Z]{2,}-\d[\w-]*"
+    r"|(?<=[A-Za-z])-?\d[\d-]*(?!\w)"
+    r"|://[^\s/@\"'<>]*@[\w.-]+"
     r"|\b\d{16,19}\b"
 )
 ANY_TRIGGER = re.compile("|".join(f"(?:{t.pattern})" for t in PRESIDIO_TRIGGERS.values()))
