@@ -23,7 +23,7 @@ from agent_agency.pool.sql_store import SqlStore
 from agent_agency.records import AgentSpec, Message, utcnow
 
 runner = CliRunner()
-MARKER = "Zq7-MARKER-erase-me-4471"
+MARKER = "pelicanmarkerword"  # a plain word: the anonymizer keeps it
 
 TEAM = """
 agents:
@@ -77,7 +77,7 @@ def _plant(workdir: Path, url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     )
     marked = _write_suite(
         workdir / "marked.jsonl",
-        [_task("secret-task", f"Customer {MARKER} asks: what is 2 + 2?", 4)],
+        [_task("secret-task", f"The lighthouse keeper asks about {MARKER}: what is 2 + 2?", 4)],
     )
     _invoke("run", "--suite", str(kept), "--suite", str(marked), "--db", url)
     with monkeypatch.context() as patched:
@@ -110,7 +110,9 @@ def _plant(workdir: Path, url: str, monkeypatch: pytest.MonkeyPatch) -> None:
         registry.seed(settings.agents)
         parent = settings.agents[0]
         demonstration = [
-            Message(role="user", content=f"Customer {MARKER} asks: what is 2 + 2?"),
+            Message(
+                role="user", content=f"The lighthouse keeper asks about {MARKER}: what is 2 + 2?"
+            ),
             Message(role="assistant", content="4"),
             Message(role="user", content="What is 1 + 1?"),
             Message(role="assistant", content="2"),

@@ -169,14 +169,16 @@ def test_insert_points_counts_only_rows_it_inserted(db_url: str) -> None:
 
 
 def test_phone_regions_setting_reaches_presidio(db_url: str) -> None:
-    national_gb = "07400 123456"  # a GB mobile in national format: only GB/DE/IN regions match it
+    # a GB mobile in national format, undivided (our own phone pattern wants groups): only Presidio
+    # with the GB, DE or IN region finds it
+    national_gb = "07400123456"
     international = "+44 7400 123456"
     prompt = f"call {national_gb} or {international}"
     with Store.open(db_url) as default_store:
         assert default_store.settings.pii_phone_regions == list(DEFAULT_PHONE_REGIONS)
         default_store.ingest([make_point("d", prompt=prompt)])
         [default_row] = _stored_rows(default_store)
-    assert national_gb not in str(default_row) and "7400 123456" not in str(default_row)
+    assert national_gb not in str(default_row) and "7400123456" not in str(default_row)
     clear_scan_cache()
     settings = PoolSettings(pii_phone_regions=["US"])
     with Store.open(db_url, settings) as us_store:
@@ -199,7 +201,8 @@ digit_texts = st.text(alphabet="0123456789 .-()ABCDEbcx13Za\n", max_size=40)
 @settings(max_examples=1500, deadline=None)
 @given(digit_texts)
 def test_digit_rules_cover_every_digit_trigger(text: str) -> None:
-    rules = (r"\d\.\d+\.\d+\.\d", r"\d{3}[ .-]?\d{3}", r"\d\s+[A-Z][a-z]")
+    # (street addresses are found by `privacy.addresses`, whose own conditions the pre-filter asks)
+    rules = (r"\d\.\d+\.\d+\.\d", r"\d{3}[ .-]?\d{3}")
     triggers = [PRESIDIO_TRIGGERS[name] for name in PRESIDIO_DIGIT_TRIGGERS]
     if any(re.search(rule, text) for rule in rules) or any(t.search(text) for t in triggers):
         assert pii._DIGIT_LED.search(text), text

@@ -17,7 +17,8 @@ from agent_agency.privacy.pii import clear_scan_cache, find_pii, generalize_path
         ("ask Dr. Watson", "PERSON"),
         ("ship to 42 Elm Street please", "STREET_ADDRESS"),
         ("open /srv/app/config/settings.yaml", "FILE_PATH"),
-        ("see https://intranet.example.com/x", "URL"),
+        ("see postgresql://app:Hunter2Pw@db.internal/orders", "SECRET"),
+        ("anna@web-1:~$ ls", "USERNAME"),
         ("login user_id=8812", "USER_ID"),
     ],
 )

@@ -26,11 +26,11 @@ print("imported afterwards:", torch.INSTALLED and transformers.INSTALLED)
 
 HIDDEN_IN_ONE_THREAD = """\
 import threading
-from agent_agency.privacy import pii
+from agent_agency.privacy import pii, presidio
 
 seen = {}
 pii.import_presidio()  # registers the finder
-with pii._FRAMEWORKS_HIDDEN.hiding():
+with presidio._FRAMEWORKS_HIDDEN.hiding():
     try:
         import torch
         seen["this thread"] = "imported"

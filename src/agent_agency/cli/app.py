@@ -40,6 +40,7 @@ from agent_agency.cli.options import (
     sigterm_raises,
 )
 from agent_agency.cli.pool import pool_app
+from agent_agency.cli.redact import redact
 from agent_agency.cli.report import report
 from agent_agency.cli.routing import routing_app
 from agent_agency.cli.train import train
@@ -79,6 +80,7 @@ app.command()(report)
 app.command()(loop)
 app.add_typer(deploy_app, name="deploy", no_args_is_help=True)
 app.add_typer(agents_app, name="agents")
+app.command()(redact)
 
 
 @config_app.command("show")

@@ -112,13 +112,6 @@ class Anonymizer:
         """The tenant id as a point anonymized under this policy stores it."""
         return self._tenant_hash(tenant_id) if self.policy.hash_tenant else tenant_id
 
-    def _include(self, entity: str) -> bool:
-        if entity == "FILE_PATH":
-            return self.policy.generalize_paths
-        if entity == "USER_ID":
-            return self.policy.remove_user_ids
-        return self.policy.redact_text_pii
-
     def clean_text(self, text: str, renamer: IdentifierRenamer | None = None) -> str:
         """Free text with the policy's text rules applied (identifiers first: they need code)."""
         if renamer is not None:
@@ -135,7 +128,7 @@ class Anonymizer:
         """`text` redacted under `rules` (the policy's text rules) and `phone_regions`: both part
         of the cache key, so a policy changed after construction never gets a stale answer."""
         cleaned, _ = redact(
-            text, include=self._include, use_presidio=rules[2], phone_regions=phone_regions
+            text, include=self.policy.includes, use_presidio=rules[2], phone_regions=phone_regions
         )
         return cleaned
 

@@ -25,7 +25,8 @@ import phonenumbers
 from presidio_analyzer import EntityRecognizer, RecognizerResult
 from presidio_analyzer.predefined_recognizers import PhoneRecognizer
 
-from agent_agency.privacy.pii import PRESIDIO_TRIGGERS, Finding, text_outside
+from agent_agency.privacy.presidio import PRESIDIO_TRIGGERS
+from agent_agency.privacy.spans import Finding, text_outside
 
 MIN_CANDIDATE_CHARS = 8  # the shortest text Presidio's phone trigger matches
 _MASK = "_"  # no part of a phone number or its extension, and no letter (which would veto one)

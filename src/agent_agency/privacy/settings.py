@@ -18,7 +18,8 @@ class AnonymizationPolicy(Section):
     )
     remove_user_ids: bool = Field(
         default=True,
-        description="replace user ids found in text, and drop the names on user messages",
+        description="replace user ids and user names found in text, and drop the names on user "
+        "messages",
     )
     generalize_paths: bool = Field(
         default=True,
@@ -30,9 +31,9 @@ class AnonymizationPolicy(Section):
     )
     redact_text_pii: bool = Field(
         default=True,
-        description="replace personal data in text (names, addresses, emails, phone and card "
-        "numbers, IP addresses, URLs) by typed placeholders: Presidio, regex-only, and own "
-        "recognizers",
+        description="replace personal data and secrets in text (names, addresses, emails, phone, "
+        "card, IBAN and social security numbers, IP addresses, API keys, passwords, credentials "
+        "in URLs) by typed placeholders: Presidio, regex-only, and own recognizers",
     )
     reward_noise: bool = Field(
         default=False,
@@ -50,6 +51,14 @@ class AnonymizationPolicy(Section):
         gt=0,
         description="L1 sensitivity of a reward: the most one record can change it",
     )
+
+    def includes(self, entity: str) -> bool:
+        """Whether a finding of `entity` is replaced under this policy."""
+        if entity == "FILE_PATH":
+            return self.generalize_paths
+        if entity in ("USER_ID", "USERNAME"):
+            return self.remove_user_ids
+        return self.redact_text_pii
 
 
 # Presidio's own default for its phone recognizer (`phonenumbers` matching run once per region).
