@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from agent_agency.cli.audit import audit_app
+from agent_agency.cli.bench import bench
 from agent_agency.cli.db import db_app
 from agent_agency.cli.export import export, feedback
 from agent_agency.cli.options import (
@@ -64,6 +65,7 @@ app.add_typer(audit_app, name="audit", no_args_is_help=True)
 app.add_typer(db_app, name="db", no_args_is_help=True)
 app.command()(train)
 app.command()(validate)
+app.command()(bench)
 
 
 @config_app.command("show")
