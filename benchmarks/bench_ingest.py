@@ -9,8 +9,8 @@ survives a power cut too), and PostgreSQL (`AGENCY_TEST_POSTGRES_URL`; its defau
 `synchronous_commit=on`, every commit flushed) where one is given. Each span is a chat span of
 about 1 KB of JSON (GenAI attributes and a 700-character prompt excerpt); each data point is an
 arbiter-like point (`tests/pool/pool_records.make_point`) with a unique prompt and answer, one
-in ten of them carrying an e-mail address that anonymization removes. Rates by wall clock, the
-median of 3 runs.
+in ten of them carrying an e-mail address that anonymization removes. Rates by wall clock, one
+run each, beside the floor: SQLite alone storing the same JSON documents in the same run.
 
 Usage: python benchmarks/bench_ingest.py [--quick] [--json PATH]
 """
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -41,7 +42,8 @@ from agent_agency.records import Span, SpanKind, new_id, utcnow  # noqa: E402
 
 from results import write_section  # noqa: E402
 
-RECORDS, QUICK_RECORDS, BATCH, REPEATS = 10_000, 2_000, 100, 3
+RECORDS, QUICK_RECORDS, BATCH, REPEATS = 10_000, 2_000, 100, 1
+FLOOR = "floor: sqlite3 alone, the same JSON documents (WAL, NORMAL)"
 TARGETS = {"spans": 50_000, "data points": 25_000}
 
 
@@ -125,7 +127,7 @@ def postgres_pool(url: str) -> Iterator[Store]:
 def timed(
     pool: Callable[[], Any], records: list[Any], write: Callable[[Store, list[Any]], None]
 ) -> float:
-    """Records per second of the median of `REPEATS` runs, each into a fresh pool."""
+    """Records per second, the median of `REPEATS` runs, each into a fresh pool."""
     rates = []
     for _ in range(REPEATS):
         with pool() as store:
@@ -133,6 +135,31 @@ def timed(
             for start in range(0, len(records), BATCH):
                 write(store, records[start : start + BATCH])
             rates.append(len(records) / (time.perf_counter() - started))
+    return statistics.median(rates)
+
+
+def raw_sqlite_floor(records: list[Any]) -> float:
+    """Records per second of SQLite alone storing the same JSON, id and document per row
+    (WAL, synchronous=NORMAL, one commit per batch, no SQLAlchemy, no gates): the floor of what
+    any Python pool can do on this machine now."""
+    documents = [(record.id, record.model_dump_json()) for record in records]
+    rates = []
+    for _ in range(REPEATS):
+        with tempfile.TemporaryDirectory() as folder:
+            connection = sqlite3.connect(Path(folder) / "floor.db")
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")
+            connection.execute("CREATE TABLE rows (id TEXT PRIMARY KEY, payload TEXT)")
+            connection.commit()
+            started = time.perf_counter()
+            for start in range(0, len(documents), BATCH):
+                connection.executemany(
+                    "INSERT INTO rows VALUES (?, ?) ON CONFLICT (id) DO NOTHING",
+                    documents[start : start + BATCH],
+                )
+                connection.commit()
+            rates.append(len(documents) / (time.perf_counter() - started))
+            connection.close()
     return statistics.median(rates)
 
 
@@ -161,7 +188,9 @@ def run(quick: bool = False) -> dict[str, Any]:
     if postgres:
         pools["PostgreSQL (COPY for data points)"] = lambda: postgres_pool(postgres)
     load = [os.getloadavg()[0]]
-    rates: dict[str, dict[str, float]] = {}
+    rates: dict[str, dict[str, float]] = {
+        FLOOR: {"spans": raw_sqlite_floor(made_spans), "data points": raw_sqlite_floor(made_points)}
+    }
     for name, pool in pools.items():
         rates[name] = {
             "spans": timed(pool, made_spans, write_spans),

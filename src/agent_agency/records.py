@@ -472,6 +472,11 @@ class RoutingDecision(RoutingRequest):
                 return self._explained().__dict__[name]
             return super().__getattr__(name)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in DEFERRED_FIELDS:
+            self._explained()  # an assigned rationale is not overwritten when first read
+        super().__setattr__(name, value)
+
     @model_serializer(mode="wrap")
     def _serialize(self, handler: SerializerFunctionWrapHandler) -> Any:
         return handler(self._explained())

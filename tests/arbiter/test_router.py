@@ -515,3 +515,6 @@ def test_the_rationale_is_the_one_of_decision_time_whenever_it_is_read() -> None
     unpickled = pickle.loads(pickle.dumps(run(False)[-1]))
     assert [c.agent for c in unpickled.candidates] == ["a@1", "b@1", "c@1"]
     assert "candidates=[CandidateScore(" in repr(run(False)[-1])
+    assigned = run(False)[-1]
+    assigned.primary_reason = "set by hand"
+    assert assigned.primary_reason == "set by hand" and len(assigned.candidates) == 3
