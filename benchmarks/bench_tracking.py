@@ -159,8 +159,11 @@ def run(quick: bool = False) -> dict[str, Any]:
         started = clock()
         tracker.close()
         close_s = (clock() - started) / 1e9
+        exported = None
         if peer is not None:
             peer[1]()
+            with (folder / "otel.jsonl").open(encoding="utf-8") as lines:
+                exported = sum(1 for _ in lines)
         with store.engine.connect() as connection:
             stored = connection.scalar(select(func.count()).select_from(schema.spans))
         store.close()
@@ -175,6 +178,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         "tracker_close_s": close_s,
         "spans_stored": stored,
         "spans_acknowledged": tracker.written,
+        "otel_spans_exported": exported,
     }
 
 
@@ -216,6 +220,13 @@ def section(figures: dict[str, Any]) -> str:
         f"{ratios}Targets: p99 ≤ 20 µs, p99.9 ≤ 200 µs. Spans acknowledged "
         f"{figures['spans_acknowledged']:,}, stored {figures['spans_stored']:,}; "
         f"`Tracker.close()` (the last flush) {figures['tracker_close_s']:.2f} s."
+        + (
+            ""
+            if figures["otel_spans_exported"] is None
+            else f" The OpenTelemetry SDK exported {figures['otel_spans_exported']:,} of its "
+            f"{figures['operations']:,} spans (its batch processor drops spans when its queue "
+            "of 2,048 is full)."
+        )
     )
 
 
