@@ -1,36 +1,51 @@
-"""Routing decision latency: 100 agents × 20 task types, warm-started from 1M logged outcomes.
+"""Routing decision and update latency: 100 agents × 8 task types, beside the peers in one run.
 
-The 1M outcomes are simulated (agent, task type, success, quality) rows folded into per-arm
-aggregates with numpy, then also stored in a real SQLite pool (`agent_task_aggregates`) to time
-the restore path a starting arbiter takes: `Store.task_aggregates()` + `Router.warm_start`.
-Each strategy then makes decisions on tasks with random requirements and random in-flight loads,
-learning from a simulated outcome after each; decide() and update() are timed separately.
+The router is warm-started from 1M simulated outcomes folded into per-arm aggregates with numpy,
+also stored in a real SQLite pool (`agent_task_aggregates`) to time the restore path a starting
+arbiter takes: `Store.task_aggregates()` + `Router.warm_start`. Every decision goes through all
+the router adds: the capability filter (random requirements: 0–1 of 6 capabilities), circuit
+breakers, random in-flight loads (agents at max concurrency are left out), the exact propensity
+and the rationale (formatted when first read: each decision's rationale is read once outside
+the timed call, as the tracker does when it stores it). Each decision is followed by an
+online update with a simulated outcome; decide() and update() are timed separately.
+
+Peers, at the same scale, timed in alternating blocks with our Thompson sampling: MABWiser's
+ThompsonSampling (one model per task type, `predict` and `partial_fit`) when installed, and a
+plain numpy Thompson sampler (Beta posteriors, one `rng.beta` draw per arm per decision), which
+has none of the router's features: the floor of a Python Thompson sampler.
+
+Usage: python benchmarks/bench_routing.py [--quick] [--json PATH]
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from sqlalchemy import insert
 
-from agent_agency.arbiter.features import routing_request
 from agent_agency.arbiter.router import Router
 from agent_agency.arbiter.settings import RoutingSettings
 from agent_agency.pool.schema import agent_task_aggregates
 from agent_agency.pool.store import Store
-from agent_agency.records import AgentSpec, GraderSpec, RoutingStrategy, Task
+from agent_agency.records import AgentSpec, RoutingRequest, RoutingStrategy
 
 from results import write_section
 
-AGENTS, TYPES, OUTCOMES = 100, 20, 1_000_000
-DECISIONS, WARMUP = 3_000, 300
+AGENTS, TYPES, OUTCOMES = 100, 8, 1_000_000
+DECISIONS, QUICK_DECISIONS, WARMUP, BLOCK = 6_000, 1_500, 300, 250
 CAPABILITIES = ["code", "math", "text", "tools", "extraction", "classification"]
+PREEMPTED_NS = 100_000  # wall-clock time beyond CPU time that marks a descheduled call
+TARGET_US = 50.0
 
 
 @dataclass(frozen=True)
@@ -61,30 +76,63 @@ def simulated_aggregates(rng: np.random.Generator, rates: np.ndarray) -> list[Ag
 
 
 def time_pool_restore(aggregates: list[Aggregate], router: Router) -> tuple[float, float]:
-    with tempfile.TemporaryDirectory() as folder:
-        url = f"sqlite:///{Path(folder) / 'pool.db'}"
-        with Store.open(url) as store:
-            now = datetime.now(UTC)
-            rows = [
-                {**a.__dict__, "latency_sum": 0.0, "tokens_sum": 0, "updated_at": now}
-                for a in aggregates
-            ]
-            with store.engine.begin() as connection:
-                connection.execute(insert(agent_task_aggregates), rows)
-            start = time.perf_counter()
-            stored = store.task_aggregates()
-            read = time.perf_counter() - start
-            start = time.perf_counter()
-            router.warm_start(stored)
-            return read, time.perf_counter() - start
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        Store.open(f"sqlite:///{Path(folder) / 'pool.db'}") as store,
+    ):
+        now = datetime.now(UTC)
+        rows = [
+            {**a.__dict__, "latency_sum": 0.0, "tokens_sum": 0, "updated_at": now}
+            for a in aggregates
+        ]
+        with store.engine.begin() as connection:
+            connection.execute(insert(agent_task_aggregates), rows)
+        start = time.perf_counter()
+        stored = store.task_aggregates()
+        read = time.perf_counter() - start
+        start = time.perf_counter()
+        router.warm_start(stored)
+        return read, time.perf_counter() - start
 
 
-def main() -> None:
-    rng = np.random.default_rng(0)
-    rates = rng.uniform(0.1, 0.9, size=(AGENTS, TYPES))
-    start = time.perf_counter()
-    aggregates = simulated_aggregates(rng, rates)
-    fold_s = time.perf_counter() - start
+class Timings:
+    """Wall-clock and CPU nanoseconds of each timed call, per pipeline and operation."""
+
+    def __init__(self) -> None:
+        self.wall: dict[str, list[int]] = {}
+        self.cpu: dict[str, list[int]] = {}
+
+    def timed(self, label: str, call: Callable[[], Any], keep: bool) -> Any:
+        c0, t0 = time.thread_time_ns(), time.perf_counter_ns()
+        result = call()
+        t1, c1 = time.perf_counter_ns(), time.thread_time_ns()
+        if keep:
+            self.wall.setdefault(label, []).append(t1 - t0)
+            self.cpu.setdefault(label, []).append(c1 - c0)
+        return result
+
+    def summary(self, label: str) -> dict[str, float]:
+        wall, cpu = np.array(self.wall[label]), np.array(self.cpu[label])
+        w, c = np.percentile(wall, [50, 99]) / 1e3, np.percentile(cpu, [50, 99]) / 1e3
+        return {
+            "p50_us": float(w[0]),
+            "p99_us": float(w[1]),
+            "cpu_p50_us": float(c[0]),
+            "cpu_p99_us": float(c[1]),
+            "preempted": float(((wall - cpu) > PREEMPTED_NS).mean()),
+        }
+
+
+@dataclass
+class Workload:
+    agents: list[AgentSpec]
+    requests: list[RoutingRequest]
+    loads: list[dict[str, int]]
+    rates: np.ndarray
+    outcomes: np.ndarray  # (decision, agent) uniforms: the same luck for every policy
+
+
+def workload(rng: np.random.Generator, decisions: int) -> Workload:
     agents = [
         AgentSpec(
             name=f"agent{i}",
@@ -94,79 +142,191 @@ def main() -> None:
         for i in range(AGENTS)
     ]
     requests = [
-        routing_request(
-            Task(
-                id=f"t{j}",
-                type=f"type{j % TYPES}",
-                prompt="x" * int(rng.integers(10, 2000)),
-                requirements=list(rng.choice(CAPABILITIES, size=int(rng.integers(0, 2)))),
-                features={"budget": float(rng.random())},
-                grader=GraderSpec(kind="exact"),
-            )
+        RoutingRequest(
+            task_id=f"t{j}",
+            task_type=f"type{j % TYPES}",
+            requirements=list(rng.choice(CAPABILITIES, size=int(rng.integers(0, 2)))),
+            context={"prompt_chars": float(rng.integers(10, 2000)), "budget": float(rng.random())},
         )
-        for j in range(DECISIONS + WARMUP)
+        for j in range(decisions)
     ]
     loads = [
         {f"agent{i}@1": int(c) for i, c in enumerate(rng.integers(0, 9, size=AGENTS))}
         for _ in range(64)
     ]
-    lines = [
-        f"{AGENTS} agents × {TYPES} task types, warm-started from {OUTCOMES:,} simulated "
-        f"outcomes; {DECISIONS:,} timed decisions per strategy (after {WARMUP} warm-up), each "
-        "with random requirements (0–1 of 6 capabilities), random in-flight loads and an "
-        "online update. Wall-clock times (`perf_counter`) and the thread's CPU time "
-        "(`thread_time`, which leaves out time the OS gave to other processes) are both shown. "
-        "The machine's cores are shared with other processes; the 1-minute load average is "
-        "given per strategy, and 'preempted' is the share of timed decisions whose wall-clock "
-        "time exceeds their CPU time by more than 0.5 ms (the process was descheduled during "
-        "the decision). When that share is above 1%, wall-clock p99 measures the scheduler.",
-        "",
-        "| strategy | decide p50 | decide p99 | decide CPU p50 | decide CPU p99 | preempted "
-        "| update p50 | update p99 | load avg | target |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    restore = ""
-    for strategy in RoutingStrategy:
-        router = Router(agents, settings=RoutingSettings(strategy=strategy, seed=1))
-        if strategy is RoutingStrategy.THOMPSON:
-            read_s, warm_s = time_pool_restore(aggregates, router)
-            restore = (
-                f"Folding {OUTCOMES:,} outcomes into {len(aggregates):,} arm aggregates (numpy): "
-                f"{fold_s:.2f} s. Restore from a SQLite pool: `Store.task_aggregates()` "
-                f"{read_s * 1e3:.1f} ms + `Router.warm_start` {warm_s * 1e3:.1f} ms."
-            )
-        else:
-            router.warm_start(aggregates)
-        decide_ns, decide_cpu_ns, update_ns = [], [], []
-        for j, request in enumerate(requests):
-            c0 = time.thread_time_ns()
-            t0 = time.perf_counter_ns()
-            decision = router.decide(request, in_flight=loads[j % len(loads)])
-            t1 = time.perf_counter_ns()
-            c1 = time.thread_time_ns()
-            agent = int(decision.selected_agent[5:].split("@")[0])
-            success = bool(rng.random() < rates[agent, j % TYPES])
-            t2 = time.perf_counter_ns()
-            router.update(decision, success=success, quality=float(success))
-            t3 = time.perf_counter_ns()
-            if j >= WARMUP:
-                decide_ns.append(t1 - t0)
-                decide_cpu_ns.append(c1 - c0)
-                update_ns.append(t3 - t2)
-        d = np.percentile(decide_ns, [50, 99]) / 1e6
-        c = np.percentile(decide_cpu_ns, [50, 99]) / 1e6
-        u = np.percentile(update_ns, [50, 99]) / 1e6
-        waited = np.array(decide_ns) - np.array(decide_cpu_ns)
-        preempted = float((waited > 500_000).mean())
-        lines.append(
-            f"| {strategy.value} | {d[0]:.3f} ms | {d[1]:.3f} ms | {c[0]:.3f} ms | {c[1]:.3f} ms "
-            f"| {preempted:.1%} | {u[0]:.3f} ms | {u[1]:.3f} ms | {os.getloadavg()[0]:.1f} "
-            "| p99 < 1 ms |"
+    rates = rng.uniform(0.1, 0.9, size=(AGENTS, TYPES))
+    return Workload(agents, requests, loads, rates, rng.random((decisions, AGENTS)))
+
+
+def ours(router: Router, work: Workload, timings: Timings, label: str) -> Callable[[int], None]:
+    def step(j: int) -> None:
+        keep = j >= WARMUP
+        request = work.requests[j]
+        load = work.loads[j % len(work.loads)]
+        decision = timings.timed(
+            f"{label} decide", lambda: router.decide(request, in_flight=load), keep
         )
-        print(lines[-1], flush=True)
-    lines += ["", restore]
-    print(restore)
-    write_section("Routing decision latency", "\n".join(lines))
+        decision.candidates  # noqa: B018  # the rationale, read as the tracker reads it
+        agent = int(decision.selected_agent[5:].split("@")[0])
+        success = bool(work.outcomes[j, agent] < work.rates[agent, j % TYPES])
+        timings.timed(
+            f"{label} update",
+            lambda: router.update(decision, success=success, quality=float(success)),
+            keep,
+        )
+
+    return step
+
+
+def mabwiser(work: Workload, timings: Timings, seed: int) -> Callable[[int], None] | None:
+    try:
+        from mabwiser.mab import MAB, LearningPolicy
+    except ImportError:
+        return None
+    arms = list(range(AGENTS))
+    models = []
+    luck = np.random.default_rng(seed)
+    warm = np.repeat(arms, 20)  # 20 simulated outcomes per arm before the timed calls
+    for k in range(TYPES):
+        model = MAB(arms, LearningPolicy.ThompsonSampling(), seed=seed + k)
+        model.fit(warm, (luck.random(len(warm)) < work.rates[warm, k]).astype(int))
+        models.append(model)
+
+    def step(j: int) -> None:
+        keep, k = j >= WARMUP, j % TYPES
+        agent = int(timings.timed("MABWiser decide", models[k].predict, keep))
+        success = int(work.outcomes[j, agent] < work.rates[agent, k])
+        timings.timed("MABWiser update", lambda: models[k].partial_fit([agent], [success]), keep)
+
+    return step
+
+
+def plain_numpy(work: Workload, timings: Timings, seed: int) -> Callable[[int], None]:
+    rng = np.random.default_rng(seed)
+    successes, failures = np.ones((TYPES, AGENTS)), np.ones((TYPES, AGENTS))
+
+    def step(j: int) -> None:
+        keep, k = j >= WARMUP, j % TYPES
+        agent = int(
+            timings.timed(
+                "numpy decide", lambda: rng.beta(successes[k], failures[k]).argmax(), keep
+            )
+        )
+        success = bool(work.outcomes[j, agent] < work.rates[agent, k])
+
+        def update() -> None:
+            if success:
+                successes[k, agent] += 1
+            else:
+                failures[k, agent] += 1
+
+        timings.timed("numpy update", update, keep)
+
+    return step
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    decisions = (QUICK_DECISIONS if quick else DECISIONS) + WARMUP
+    rng = np.random.default_rng(0)
+    work = workload(rng, decisions)
+    started = time.perf_counter()
+    aggregates = simulated_aggregates(rng, work.rates)
+    fold_s = time.perf_counter() - started
+    load = [os.getloadavg()[0]]
+    timings = Timings()
+    router = Router(work.agents, settings=RoutingSettings(strategy="thompson", seed=1))
+    read_s, warm_s = time_pool_restore(aggregates, router)
+    pipelines = {"ours: thompson": ours(router, work, timings, "ours: thompson")}
+    peer = mabwiser(work, timings, seed=1)
+    if peer is not None:
+        pipelines["MABWiser ThompsonSampling"] = peer
+    pipelines["plain numpy Thompson sampling"] = plain_numpy(work, timings, seed=1)
+    for start in range(0, decisions, BLOCK):
+        for step in pipelines.values():
+            for j in range(start, min(start + BLOCK, decisions)):
+                step(j)
+    results: dict[str, dict[str, Any]] = {}
+    labels = {"ours: thompson": "ours: thompson", "MABWiser ThompsonSampling": "MABWiser"}
+    labels["plain numpy Thompson sampling"] = "numpy"
+    for name in pipelines:
+        label = labels[name]
+        results[name] = {op: timings.summary(f"{label} {op}") for op in ("decide", "update")}
+    for strategy in RoutingStrategy:
+        if strategy is RoutingStrategy.THOMPSON:
+            continue
+        other = Router(work.agents, settings=RoutingSettings(strategy=strategy, seed=1))
+        other.warm_start(aggregates)
+        label = f"ours: {strategy.value}"
+        step = ours(other, work, timings, label)
+        for j in range(decisions):
+            step(j)
+        results[label] = {op: timings.summary(f"{label} {op}") for op in ("decide", "update")}
+    load.append(os.getloadavg()[0])
+    return {
+        "agents": AGENTS,
+        "task_types": TYPES,
+        "decisions": decisions - WARMUP,
+        "load_1min": load,
+        "results": results,
+        "restore": {"fold_s": fold_s, "read_s": read_s, "warm_start_s": warm_s},
+    }
+
+
+def section(figures: dict[str, Any]) -> str:
+    rows = []
+    for name, ops in figures["results"].items():
+        d, u = ops["decide"], ops["update"]
+        rows.append(
+            f"| {name} | {d['p50_us']:.1f} | {d['p99_us']:.1f} | {d['cpu_p99_us']:.1f} "
+            f"| {d['preempted']:.1%} | {u['p50_us']:.1f} | {u['p99_us']:.1f} "
+            f"| {u['cpu_p99_us']:.1f} |"
+        )
+    ours_ = figures["results"]["ours: thompson"]
+    ratios = []
+    for peer in ("MABWiser ThompsonSampling", "plain numpy Thompson sampling"):
+        if peer in figures["results"]:
+            theirs = figures["results"][peer]
+            ratio = {
+                f"{op} {stat}": ours_[op][key] / theirs[op][key]
+                for op in ("decide", "update")
+                for stat, key in (("p50", "p50_us"), ("CPU p99", "cpu_p99_us"))
+            }
+            ratios.append(f"{peer}: " + ", ".join(f"{k} ×{v:.2f}" for k, v in ratio.items()))
+    restore, load = figures["restore"], figures["load_1min"]
+    doc = __doc__.split(chr(10) + chr(10))
+    return (
+        f"`python benchmarks/bench_routing.py`: {figures['decisions']:,} timed decisions per "
+        f"policy (after {WARMUP} warm-up). {doc[1]}\n\n{doc[2]}\n\n"
+        "Times in µs: wall clock (`perf_counter`) and the thread's CPU time (`thread_time`, "
+        "which leaves out time the OS gave to other processes); 'preempted' is the share of "
+        "decisions whose wall-clock time exceeds their CPU time by more than 0.1 ms. 1-minute "
+        f"load average {load[0]:.1f} before, {load[1]:.1f} after, on 2 shared cores. Target: "
+        f"decide and update p99 ≤ {TARGET_US:.0f} µs at {AGENTS} agents.\n\n"
+        "| policy | decide p50 | decide p99 | decide CPU p99 | preempted | update p50 "
+        "| update p99 | update CPU p99 |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n"
+        + "\n".join(rows)
+        + "\n\nOur Thompson sampling against the peers (×, below 1: ours is faster; wall-clock "
+        "p99 is left out of the ratios: on a loaded machine it measures the scheduler): "
+        + "; ".join(ratios)
+        + f".\n\nFolding {OUTCOMES:,} outcomes into {AGENTS * TYPES:,} arm aggregates (numpy): "
+        f"{restore['fold_s']:.2f} s. Restore from a SQLite pool: `Store.task_aggregates()` "
+        f"{restore['read_s'] * 1e3:.1f} ms + `Router.warm_start` "
+        f"{restore['warm_start_s'] * 1e3:.1f} ms."
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_DECISIONS:,} decisions")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = parser.parse_args()
+    figures = run(args.quick)
+    body = section(figures)
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2))
+    if not args.quick:
+        write_section("Routing decision latency", body)
+    print(body)
 
 
 if __name__ == "__main__":

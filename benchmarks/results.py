@@ -15,7 +15,8 @@ from pathlib import Path
 RESULTS = Path(__file__).with_name("RESULTS.md")
 HEADER = (
     "# Benchmark results\n\n"
-    "Figures measured by the scripts in `benchmarks/`; each section says how.\n"
+    "Figures measured by the scripts in `benchmarks/`; each section says how, and which command\n"
+    "produced it (`agency bench` runs them all).\n"
 )
 
 

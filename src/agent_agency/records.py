@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import math
 import uuid
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
     field_validator,
+    model_serializer,
     model_validator,
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
@@ -465,6 +469,78 @@ class RoutingDecision(RoutingRequest):
     secondary_factors: list[str] = Field(default_factory=list)
     fallback_of: str | None = Field(default=None, description="agent that failed before this")
     run_id: RecordId | None = Field(default=None, description=RUN_ID_DESCRIPTION)
+
+    # The router's rationale (`candidates`, `primary_reason`) formatted when first read: every
+    # way a decision is read, dumped (nested too), compared, copied or pickled fills it in first.
+    _explain: Callable[[], dict[str, Any]] | None = PrivateAttr(default=None)
+
+    @classmethod
+    def explained_later(
+        cls, fields: dict[str, Any], explain: Callable[[], dict[str, Any]]
+    ) -> RoutingDecision:
+        """A decision of `fields` (the other fields but `DEFERRED_FIELDS` take their defaults)
+        whose `DEFERRED_FIELDS` `explain()` returns when they are first read; every field is
+        validated then. For the router, whose fields are validated already (the request's) or
+        its own numbers: `explain` must depend only on values fixed at decision time."""
+        values = dict(fields)
+        for name, field in cls.__pydantic_fields__.items():
+            if name not in values and name not in DEFERRED_FIELDS:
+                factory = field.default_factory
+                values[name] = field.default if factory is None else factory()  # type: ignore[call-arg]
+        decision = cls.__new__(cls)
+        object.__setattr__(decision, "__dict__", values)
+        object.__setattr__(decision, "__pydantic_fields_set__", set(fields))
+        object.__setattr__(decision, "__pydantic_extra__", None)
+        object.__setattr__(decision, "__pydantic_private__", {"_explain": explain})
+        return decision
+
+    def _explained(self) -> RoutingDecision:
+        private = self.__pydantic_private__ or {}
+        explain = private.get("_explain")
+        if explain is not None:
+            private["_explain"] = None
+            full = type(self).model_validate({**self.__dict__, **explain()})
+            self.__dict__.update(full.__dict__)
+        return self
+
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any:
+            if name in DEFERRED_FIELDS:
+                return self._explained().__dict__[name]
+            return super().__getattr__(name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in DEFERRED_FIELDS:
+            self._explained()  # an assigned rationale is not overwritten when first read
+        super().__setattr__(name, value)
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return handler(self._explained())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RoutingDecision):
+            other._explained()
+        return super(RoutingDecision, self._explained()).__eq__(other)
+
+    def __repr_args__(self) -> Any:
+        return super(RoutingDecision, self._explained()).__repr_args__()
+
+    def __iter__(self) -> Iterator[tuple[str, Any]]:  # type: ignore[override]
+        return super(RoutingDecision, self._explained()).__iter__()
+
+    def __getstate__(self) -> dict[Any, Any]:
+        return super(RoutingDecision, self._explained()).__getstate__()
+
+    def __copy__(self) -> RoutingDecision:
+        return super(RoutingDecision, self._explained()).__copy__()
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> RoutingDecision:
+        return super(RoutingDecision, self._explained()).__deepcopy__(memo)
+
+
+DEFERRED_FIELDS = ("candidates", "primary_reason")
 
 
 class RoutingRefusal(RoutingRequest):

@@ -6,13 +6,13 @@ import pytest
 from agent_agency.arbiter.bandits import (
     UNTRIED_SCORE,
     LinearModels,
+    PosteriorDraws,
     argmax_frequencies,
     epsilon_greedy_probabilities,
     posterior_mean_reward,
     quality_posterior,
     reward,
     sample_index,
-    thompson_samples,
     tie_uniform,
     ucb1_scores,
 )
@@ -42,10 +42,31 @@ def test_posterior_mean_reward_uses_beta_and_quality_means() -> None:
 def test_thompson_samples_concentrate_on_the_posterior_mean() -> None:
     rng = np.random.default_rng(0)
     evidence = np.array([[1000.0, 900.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
-    draws = thompson_samples(rng, evidence, 0.0, 5000)
+    draws = PosteriorDraws(rng, evidence, 0.0, 5000).draws
     assert draws.shape == (5000, 2)
     assert draws[:, 0].mean() == pytest.approx(901 / 1002, abs=0.002)
     assert draws[:, 1].std() == pytest.approx(np.sqrt(1 / 12), abs=0.01)
+
+
+def test_posterior_draws_follow_what_each_arm_learns() -> None:
+    """After `learn`, an arm's column is drawn from its new posterior; `redraw_row` draws
+    every arm afresh from the parameters of its evidence now; added and removed arms keep
+    the others' draws."""
+    rng = np.random.default_rng(1)
+    cached = PosteriorDraws(rng, np.zeros((3, 4)), 0.5, 4000)
+    learned = np.array([1000.0, 1000.0, 900.0, 810.0])
+    cached.learn(2, learned)
+    expected = 0.5 * (1001 / 1002) + 0.5 * (900.5 / 1001)
+    assert cached.draws[:, 2].mean() == pytest.approx(expected, abs=0.003)
+    assert cached.draws[:, 0].mean() == pytest.approx(0.5, abs=0.02)
+    cached.redraw_row(7)
+    assert cached.draws[7, 2] == pytest.approx(expected, abs=0.03)
+    before = cached.draws[:, 0].copy()
+    cached.add_arm(learned)
+    cached.remove_arm(1)
+    assert cached.draws.shape == (4000, 3)
+    assert cached.draws[:, 0].tolist() == before.tolist()
+    assert cached.draws[:, 2].mean() == pytest.approx(expected, abs=0.003)
 
 
 def test_argmax_frequencies_and_ties() -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -480,3 +481,40 @@ def test_a_task_feature_named_like_the_prompt_length_is_refused() -> None:
         routing_request(clash)
     with pytest.raises(ValueError, match="routing.context_features: 'prompt_chars' is a reserved"):
         Router(agents("a"), settings=settings(context_features=["prompt_chars"]))
+
+
+def test_the_rationale_is_the_one_of_decision_time_whenever_it_is_read() -> None:
+    """The candidate table and primary reason are formatted when first read; read after the
+    router has learned more, they still say what held when the decision was made, and every
+    way a decision is dumped, compared, copied or pickled includes them."""
+    import copy
+    import pickle
+
+    def run(read_at_once: bool) -> list[RoutingDecision]:
+        router = Router(agents("a", "b", "c"), settings=settings(seed=5))
+        made = []
+        for i in range(40):
+            decision = router.decide(request(task_id=str(i)), in_flight={"a@1": 1})
+            if read_at_once:
+                decision.candidates  # noqa: B018
+            router.update(decision, success=i % 3 != 0, quality=0.7)
+            made.append(decision)
+        return made
+
+    eager, lazy = run(read_at_once=True), run(read_at_once=False)
+    for early, late in zip(eager, lazy, strict=True):
+        assert late.model_dump(exclude={"id", "timestamp"}) == early.model_dump(
+            exclude={"id", "timestamp"}
+        )
+    fresh = run(read_at_once=False)[-1]
+    dumped = json.loads(fresh.model_dump_json())
+    assert len(dumped["candidates"]) == 3 and dumped["primary_reason"]
+    assert RoutingDecision.model_validate(dumped) == fresh
+    for twin in (copy.copy(run(False)[-1]), copy.deepcopy(run(False)[-1])):
+        assert twin.candidates and twin.primary_reason
+    unpickled = pickle.loads(pickle.dumps(run(False)[-1]))
+    assert [c.agent for c in unpickled.candidates] == ["a@1", "b@1", "c@1"]
+    assert "candidates=[CandidateScore(" in repr(run(False)[-1])
+    assigned = run(False)[-1]
+    assigned.primary_reason = "set by hand"
+    assert assigned.primary_reason == "set by hand" and len(assigned.candidates) == 3

@@ -24,8 +24,8 @@ from agent_agency.arbiter.bandits import (
     IndexArray,
     LinearModels,
     N,
+    PosteriorDraws,
     reward,
-    thompson_samples,
 )
 from agent_agency.arbiter.features import FeatureLayout
 from agent_agency.records import AgentSpec, Complexity
@@ -84,7 +84,7 @@ class ArmTable:
         self._capability_cache: dict[tuple[str, ...], tuple[BoolArray, FloatArray]] = {}
         # Per task type, `propensity_draws` posterior reward draws of every arm; an arm's column
         # is redrawn when it learns, and the row a decision played is drawn afresh (bandits.py).
-        self._draws: dict[int, FloatArray] = {}
+        self._draws: dict[int, PosteriorDraws] = {}
         # (agent, type) → (n, reward sum) that warm_start put into the contextual models, so a
         # second warm start replaces that contribution instead of adding it again.
         self._restored: dict[tuple[str, int], tuple[float, float]] = {}
@@ -113,8 +113,7 @@ class ArmTable:
         self.enabled = np.append(self.enabled, True)
         self.linear.add_agent(parent, weight)
         for t, draws in self._draws.items():
-            fresh = thompson_samples(self._rng, prior[:, t], self._w, draws.shape[0])
-            self._draws[t] = np.concatenate([draws, fresh], axis=1)
+            draws.add_arm(prior[0, t])
 
     def remove(self, row: int) -> None:
         """Drop an arm with its evidence, prior, model and draws; later arms move up a row."""
@@ -127,8 +126,8 @@ class ArmTable:
         self.max_concurrency = np.delete(self.max_concurrency, row)
         self.enabled = np.delete(self.enabled, row)
         self.linear.remove_agent(row)
-        for t, draws in self._draws.items():
-            self._draws[t] = np.delete(draws, row, axis=1)
+        for draws in self._draws.values():
+            draws.remove_arm(row)
         self._restored = {arm: v for arm, v in self._restored.items() if arm[0] != key}
 
     def column(self, task_type: str) -> int:
@@ -168,21 +167,18 @@ class ArmTable:
         self.linear.observe(row, features, reward(success, quality, self._w))
         cached = self._draws.get(column)
         if cached is not None:
-            evidence = self.evidence[row : row + 1, column] + self.prior[row : row + 1, column]
-            cached[:, row] = thompson_samples(self._rng, evidence, self._w, cached.shape[0])[:, 0]
+            cached.learn(row, self.evidence[row, column] + self.prior[row, column])
 
     def advance(self, column: int, draw_row: int | None) -> None:
         """What a decision changes: one more decision of the type (ε decays with the count), and
         the cached draw it played, if any, replaced by a fresh draw of every arm."""
         self.decisions[column] += 1
         if draw_row is not None:
-            evidence = self.evidence[:, column] + self.prior[:, column]
-            self._draws[column][draw_row] = thompson_samples(self._rng, evidence, self._w, 1)[0]
+            self._draws[column].redraw_row(draw_row)
 
     def warm_start(self, aggregates: Iterable[ArmAggregate]) -> int:
         """See `Router.warm_start`; returns the number of arms restored."""
         restored = 0
-        touched_rows: set[int] = set()
         touched_columns: set[int] = set()
         for row in aggregates:
             a = self.index.get(row.agent)
@@ -197,11 +193,8 @@ class ArmTable:
                 a, self._default_vector(row.task_type), reward_sum - before_reward, row.n - before_n
             )
             self._restored[(row.agent, t)] = (float(row.n), reward_sum)
-            touched_rows.add(a)
             touched_columns.add(t)
             restored += 1
-        for a in touched_rows:
-            self.linear.refresh(a)
         for t in touched_columns:
             self.decisions[t] = self.evidence[:, t, N].sum()
         self._draws.clear()
@@ -222,7 +215,6 @@ class ArmTable:
                 weight * self._reward_sum(aggregate),
                 weight * aggregate.n,
             )
-        self.linear.refresh(row)
         self._draws.clear()
 
     def _reward_sum(self, row: ArmAggregate) -> float:
@@ -244,12 +236,12 @@ class ArmTable:
         return evidence
 
     def draws_at(self, column: int) -> FloatArray:
-        draws = self._draws.get(column)
-        if draws is None:
+        cached = self._draws.get(column)
+        if cached is None:
             evidence = self.evidence[:, column] + self.prior[:, column]
-            draws = thompson_samples(self._rng, evidence, self._w, self._draw_count)
-            self._draws[column] = draws
-        return draws
+            cached = PosteriorDraws(self._rng, evidence, self._w, self._draw_count)
+            self._draws[column] = cached
+        return cached.draws
 
     def linear_at(self, features: FloatArray) -> tuple[FloatArray, FloatArray]:
         return self.linear.predict(features)

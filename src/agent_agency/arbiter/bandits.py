@@ -15,10 +15,10 @@ probability with which each candidate is selected, so every strategy logs a prop
 - UCB1, capability, load balance, fallback: deterministic argmax; ties are broken uniformly, so the
   propensity is exactly 1/ties for each tied best arm and 0 for the rest.
 - ε-greedy: exact, (1 - ε)/ties for the greedy arms plus ε/k for every arm.
-- LinUCB / LinTS: one ridge regression per agent over the task feature vector; A⁻¹ is kept up to
-  date with Sherman–Morrison so a decision costs one batched matrix-vector product, and is
-  recomputed from A every `REFRESH_EVERY` updates of an agent (or at once should it turn
-  non-finite), so rounding errors cannot pile up into negative variances. For LinTS only
+- LinUCB / LinTS: one ridge regression per agent over the task feature vector; learning adds to
+  A and b, and A⁻¹ of the agents that learned is recomputed from A when next read (one batched
+  inverse), so a decision costs that plus one batched matrix-vector product, and rounding
+  errors cannot pile up into negative variances. For LinTS only
   the scalar x·θ̃ matters, and with θ̃ ~ N(θ̂, α²A⁻¹) it is N(x·θ̂, α²·xᵀA⁻¹x): sampling that scalar
   is exact and avoids a Cholesky factorisation per agent.
 """
@@ -73,19 +73,69 @@ def observed_mean_reward(evidence: FloatArray, quality_weight: float) -> FloatAr
     return (1.0 - quality_weight) * success_rate + quality_weight * quality_mean
 
 
-def thompson_samples(
-    rng: np.random.Generator, evidence: FloatArray, quality_weight: float, draws: int
-) -> FloatArray:
-    """`draws` × k sampled rewards from the posteriors of the k arms in `evidence` (k × 4)."""
-    n = evidence[:, N]
+class PosteriorDraws:
+    """A task type's cached posterior reward draws (D × k) with each arm's posterior parameters.
+
+    The parameters (Beta's α and β for success, the mean and sd of mean quality) are those of
+    the arms' evidence now: `learn` replaces an arm's as it learns, so a fresh draw costs the
+    sampling alone.
+    """
+
+    __slots__ = ("_rng", "_w", "alpha", "beta", "draws", "mean", "sd")
+
+    def __init__(
+        self, rng: np.random.Generator, evidence: FloatArray, quality_weight: float, draws: int
+    ) -> None:
+        self._rng = rng
+        self._w = quality_weight
+        self.alpha, self.beta, self.mean, self.sd = _parameters(evidence)
+        self.draws = self._sample((draws, evidence.shape[0]), slice(None))
+
+    def _sample(self, shape: tuple[int, ...], arm: int | slice) -> FloatArray:
+        """Sampled rewards (1 - w)·success + w·quality of one arm or every arm (`arm`)."""
+        rng = self._rng
+        success: FloatArray = rng.beta(self.alpha[arm], self.beta[arm], size=shape)
+        if self._w == 0.0:
+            return success
+        # mean + sd·z: what rng.normal(mean, sd) draws, without its per-element parameter checks
+        quality = self.mean[arm] + self.sd[arm] * rng.standard_normal(shape)
+        mixed: FloatArray = (1.0 - self._w) * success + self._w * quality
+        return mixed
+
+    def redraw_row(self, row: int) -> None:
+        """Replace draw `row` by a fresh draw of every arm."""
+        self.draws[row] = self._sample(self.alpha.shape, slice(None))
+
+    def learn(self, arm: int, evidence: FloatArray) -> None:
+        """`arm`'s evidence (4 values) is now `evidence`: new parameters, its column redrawn."""
+        alpha, beta, mean, sd = (float(value[0]) for value in _parameters(evidence[None]))
+        self.alpha[arm], self.beta[arm], self.mean[arm], self.sd[arm] = alpha, beta, mean, sd
+        self.draws[:, arm] = self._sample(self.draws.shape[:1], arm)  # scalar parameters: fast
+
+    def add_arm(self, evidence: FloatArray) -> None:
+        """A new last arm with `evidence` (4 values) and its column of fresh draws."""
+        alpha, beta, mean, sd = _parameters(evidence[None])
+        self.alpha = np.append(self.alpha, alpha)
+        self.beta = np.append(self.beta, beta)
+        self.mean = np.append(self.mean, mean)
+        self.sd = np.append(self.sd, sd)
+        fresh = self._sample(self.draws.shape[:1], -1)
+        self.draws = np.concatenate([self.draws, fresh[:, None]], axis=1)
+
+    def remove_arm(self, arm: int) -> None:
+        self.alpha = np.delete(self.alpha, arm)
+        self.beta = np.delete(self.beta, arm)
+        self.mean = np.delete(self.mean, arm)
+        self.sd = np.delete(self.sd, arm)
+        self.draws = np.delete(self.draws, arm, axis=1)
+
+
+def _parameters(evidence: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Beta α, β of success and mean, sd of mean quality, per arm of `evidence` (k × 4)."""
     successes = evidence[:, SUCCESSES]
-    shape = (draws, evidence.shape[0])
-    sampled = rng.beta(successes + 1.0, np.maximum(n - successes, 0.0) + 1.0, size=shape)
-    if quality_weight == 0.0:
-        return sampled
-    quality_mean, quality_sd = quality_posterior(evidence)
-    quality = rng.normal(quality_mean, quality_sd, size=shape)
-    return (1.0 - quality_weight) * sampled + quality_weight * quality
+    beta = np.maximum(evidence[:, N] - successes, 0.0) + 1.0
+    mean, sd = quality_posterior(evidence)
+    return successes + 1.0, beta, mean, sd
 
 
 def columns(matrix: FloatArray, rows: IndexArray) -> FloatArray:
@@ -96,9 +146,11 @@ def columns(matrix: FloatArray, rows: IndexArray) -> FloatArray:
     return matrix[:, rows]
 
 
-def argmax_frequencies(samples: FloatArray) -> FloatArray:
-    """Share of rows (posterior draws) in which each column is the largest."""
-    winners = samples.argmax(axis=1)
+def argmax_frequencies(samples: FloatArray, winners: IndexArray | None = None) -> FloatArray:
+    """Share of rows (posterior draws) in which each column is the largest (`winners`: each
+    row's argmax, when already known)."""
+    if winners is None:
+        winners = samples.argmax(axis=1)
     counts = np.bincount(winners, minlength=samples.shape[1]).astype(np.float64)
     return counts / float(samples.shape[0])
 
@@ -133,21 +185,32 @@ def sample_index(rng: np.random.Generator, probabilities: FloatArray) -> int:
     return min(position, int(probabilities.shape[0]) - 1)
 
 
-REFRESH_EVERY = 64
-"""Sherman–Morrison updates of one agent's A⁻¹ between recomputations from A."""
-
-
 class LinearModels:
-    """One ridge regression (A = I + Σxxᵀ, b = Σr·x) per agent, rows aligned with agent index."""
+    """One ridge regression (A = I + Σxxᵀ, b = Σr·x) per agent, rows aligned with agent index.
+
+    Learning adds to A and b only; A⁻¹ and θ = A⁻¹b of the agents that learned are recomputed
+    from A and b when next read (`a_inv`, `theta`, `predict`), in one batched call, so a router
+    that does not route contextually never pays for them and no rounding error piles up.
+    """
 
     def __init__(self, dim: int, alpha: float) -> None:
         self.dim = dim
         self.alpha = alpha
         self.a = np.zeros((0, dim, dim))
-        self.a_inv = np.zeros((0, dim, dim))
         self.b = np.zeros((0, dim))
-        self.theta = np.zeros((0, dim))
-        self._updates_since_refresh = np.zeros(0, dtype=np.intp)
+        self._a_inv = np.zeros((0, dim, dim))
+        self._theta = np.zeros((0, dim))
+        self._stale: set[int] = set()
+
+    @property
+    def a_inv(self) -> FloatArray:
+        self._refresh()
+        return self._a_inv
+
+    @property
+    def theta(self) -> FloatArray:
+        self._refresh()
+        return self._theta
 
     def add_agent(self, inherit_from: int | None = None, weight: float = 0.0) -> None:
         """A new agent; with a parent, A = I + w·(A_parent - I) and b = w·b_parent."""
@@ -158,47 +221,43 @@ class LinearModels:
             a = eye + weight * (self.a[inherit_from] - eye)
             b = weight * self.b[inherit_from]
         self.a = np.concatenate([self.a, a[None]])
-        self.a_inv = np.concatenate([self.a_inv, np.zeros((1, self.dim, self.dim))])
         self.b = np.concatenate([self.b, b[None]])
-        self.theta = np.concatenate([self.theta, np.zeros((1, self.dim))])
-        self._updates_since_refresh = np.append(self._updates_since_refresh, 0)
-        self.refresh(len(self.a) - 1)
+        self._a_inv = np.concatenate([self._a_inv, np.zeros((1, self.dim, self.dim))])
+        self._theta = np.concatenate([self._theta, np.zeros((1, self.dim))])
+        self._stale.add(len(self.a) - 1)
 
     def remove_agent(self, agent: int) -> None:
         """Drop an agent's model; the agents after it move up one row."""
         self.a = np.delete(self.a, agent, axis=0)
-        self.a_inv = np.delete(self.a_inv, agent, axis=0)
         self.b = np.delete(self.b, agent, axis=0)
-        self.theta = np.delete(self.theta, agent, axis=0)
-        self._updates_since_refresh = np.delete(self._updates_since_refresh, agent)
+        self._a_inv = np.delete(self._a_inv, agent, axis=0)
+        self._theta = np.delete(self._theta, agent, axis=0)
+        self._stale = {i - (i > agent) for i in self._stale if i != agent}
 
     def observe(self, agent: int, x: FloatArray, reward_sum: float, count: float = 1.0) -> None:
-        """Add `count` observations at x whose rewards sum to `reward_sum` (rank-one update)."""
+        """Add `count` observations at x whose rewards sum to `reward_sum`."""
         self.accumulate(agent, x, reward_sum, count)
-        self._updates_since_refresh[agent] += 1
-        a_inv = self.a_inv[agent]
-        ax = a_inv @ x
-        updated = a_inv - count * np.outer(ax, ax) / (1.0 + count * float(x @ ax))
-        if self._updates_since_refresh[agent] >= REFRESH_EVERY or not np.isfinite(updated).all():
-            self.refresh(agent)
-            return
-        self.a_inv[agent] = updated
-        self.theta[agent] = updated @ self.b[agent]
 
     def accumulate(self, agent: int, x: FloatArray, reward_sum: float, count: float) -> None:
-        """Add to A and b only (a negative count takes observations back); `refresh` follows."""
+        """Add to A and b (a negative count takes observations back)."""
         self.a[agent] += count * np.outer(x, x)
         self.b[agent] += reward_sum * x
+        self._stale.add(agent)
 
-    def refresh(self, agent: int) -> None:
-        """A⁻¹ and θ recomputed from A and b (A = I + Σxxᵀ is symmetric positive definite)."""
-        a = self.a[agent]
-        self.a_inv[agent] = np.linalg.inv(a)
-        self.theta[agent] = np.linalg.solve(a, self.b[agent])
-        self._updates_since_refresh[agent] = 0
+    def _refresh(self) -> None:
+        """A⁻¹ and θ of the agents that learned, from A and b (A = I + Σxxᵀ is symmetric
+        positive definite)."""
+        if not self._stale:
+            return
+        rows = sorted(self._stale)
+        self._stale.clear()
+        a = self.a[rows]
+        self._a_inv[rows] = np.linalg.inv(a)
+        self._theta[rows] = np.linalg.solve(a, self.b[rows][..., None])[..., 0]
 
     def predict(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Predicted mean reward and posterior sd (before α) of every agent at x."""
-        mean = self.theta @ x
-        variance = (self.a_inv @ x) @ x
+        self._refresh()
+        mean = self._theta @ x
+        variance = (self._a_inv @ x) @ x
         return mean, np.sqrt(np.maximum(variance, 0.0))

@@ -31,7 +31,7 @@ _SUM_TOLERANCE = 1e-6
 class Choice:
     probabilities: FloatArray  # P(chosen) of every candidate
     scores: FloatArray  # logged as each candidate's final score
-    performance: FloatArray  # logged as each candidate's performance score
+    performance: FloatArray | None  # each candidate's performance score; None: posterior mean
     position: int  # the chosen candidate
     confidence: float  # the chosen candidate's share of wins among posterior draws
     draw_row: int | None  # the cached posterior draw played, to be drawn afresh
@@ -48,10 +48,11 @@ def choose(name: str, strategy: Strategy, candidates: Candidates) -> Choice:
         verdict = _checked(verdict, len(candidates), name)
     rng = candidates.rng
     if isinstance(verdict, Draws):
-        probabilities = argmax_frequencies(verdict.samples)
+        winners = verdict.samples.argmax(axis=1)
+        probabilities = argmax_frequencies(verdict.samples, winners)
         row = int(rng.integers(verdict.samples.shape[0]))
         scores = verdict.samples[row].copy()  # a cached row is drawn afresh after the decision
-        position = int(scores.argmax())
+        position = int(winners[row])
         confidence = float(probabilities[position])
         draw_row = row if verdict.cached else None
     else:
@@ -66,8 +67,7 @@ def choose(name: str, strategy: Strategy, candidates: Candidates) -> Choice:
         scores = verdict.scores
         confidence = float(wins[position])
         draw_row = None
-    performance = candidates.mean_reward() if verdict.performance is None else verdict.performance
-    return Choice(probabilities, scores, performance, position, confidence, draw_row)
+    return Choice(probabilities, scores, verdict.performance, position, confidence, draw_row)
 
 
 def _checked(verdict: Verdict, k: int, name: str) -> Verdict:
@@ -100,7 +100,7 @@ def _checked(verdict: Verdict, k: int, name: str) -> Verdict:
 def _array(values: object, shape: tuple[int, ...], label: str) -> FloatArray:
     """`values` as a finite float array of `shape` (-1: any positive length)."""
     try:
-        array = np.asarray(values, dtype=np.float64)
+        array = np.array(values, dtype=np.float64)  # a copy: the decision explains it later
     except (TypeError, ValueError):
         raise ValueError(f"{label}: must be numbers, got {values!r}") from None
     fits = array.ndim == len(shape) and all(

@@ -1,13 +1,28 @@
 """What a routing decision says about itself: its primary reason, the scores of every candidate,
-and the reason of a refusal. Secondary factors are gathered where they arise, in `router.py`."""
+and the reason of a refusal. Secondary factors are gathered where they arise, in `router.py`.
+
+A decision's primary reason and candidate table are formatted when first read (`Rationale`,
+`RoutingDecision.explained_later`), from values the router copied at decision time: formatting
+and validating 100 candidates costs several times the decision itself, and most decisions are
+only read when the tracker persists them, off the caller's thread."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from agent_agency.arbiter.bandits import QUALITY_SUM, SUCCESSES, FloatArray, N
+from agent_agency.arbiter.bandits import (
+    QUALITY_SUM,
+    SUCCESSES,
+    FloatArray,
+    IndexArray,
+    N,
+    posterior_mean_reward,
+)
+from agent_agency.arbiter.choice import Choice
 from agent_agency.records import RoutingRefusal, RoutingRequest, RoutingStrategy
 
 LISTED_NAMES = 5  # agent names spelled out in a secondary factor before "and N more"
@@ -53,9 +68,57 @@ def refusal(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Rationale:
+    """What explains one decision, fixed when it was made (the arrays are the decision's own)."""
+
+    strategy: str
+    task_type: str
+    requirements: tuple[str, ...]
+    keys: list[str]  # every arm's key at decision time, in row order
+    rows: IndexArray  # the candidates' rows
+    observed: FloatArray  # the chosen arm's own evidence on the task type (no prior)
+    evidence: FloatArray  # every arm's evidence and prior on the task type
+    quality_weight: float
+    capability: FloatArray  # every arm's share of the requirements (never changed in place)
+    load: FloatArray
+    choice: Choice
+
+    def fields(self) -> dict[str, Any]:
+        """The decision's `primary_reason` and `candidates`."""
+        choice = self.choice
+        keys = [self.keys[row] for row in self.rows.tolist()]
+        performance = choice.performance
+        if performance is None:
+            performance = posterior_mean_reward(self.evidence[self.rows], self.quality_weight)
+        reason = primary_reason(
+            self.strategy,
+            self.task_type,
+            self.requirements,
+            keys[choice.position],
+            self.observed,
+            self.quality_weight,
+            performance,
+            choice.position,
+            choice.confidence,
+        )
+        scores = candidate_scores(
+            self.strategy,
+            keys,
+            self.capability[self.rows],
+            performance,
+            self.load,
+            choice.scores,
+            choice.probabilities,
+            choice.position,
+        )
+        return {"primary_reason": reason, "candidates": scores}
+
+
 def primary_reason(
     strategy: str,
-    request: RoutingRequest,
+    kind: str,
+    requirements: Sequence[str],
     key: str,
     observed: FloatArray,
     quality_weight: float,
@@ -73,9 +136,8 @@ def primary_reason(
             record += f", mean quality {observed[QUALITY_SUM] / n:.2f}"
     else:
         record = "no tasks of this type yet"
-    kind = request.task_type
     if strategy == RoutingStrategy.CAPABILITY:
-        wanted = ", ".join(request.requirements) or "no requirements"
+        wanted = ", ".join(requirements) or "no requirements"
         return f"Closest capability match for {kind} ({wanted}): {key}; {record}"
     if strategy == RoutingStrategy.LOAD_BALANCE:
         return f"Least loaded candidate for {kind}: {key}; {record}"

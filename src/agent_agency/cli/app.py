@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from agent_agency.cli.audit import audit_app
+from agent_agency.cli.bench import bench
 from agent_agency.cli.db import db_app
 from agent_agency.cli.deploy import agents_app, deploy_app
 from agent_agency.cli.export import export, feedback
@@ -81,6 +82,7 @@ app.command()(loop)
 app.add_typer(deploy_app, name="deploy", no_args_is_help=True)
 app.add_typer(agents_app, name="agents")
 app.command()(redact)
+app.command()(bench)
 
 
 @config_app.command("show")

@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import Connection, select
-from sqlalchemy.dialects import sqlite
 
 from agent_agency.pool import schema
-from agent_agency.pool.engine import serialize_json
 from agent_agency.pool.prepare import IngestReport
 from agent_agency.pool.record_rows import insert_new
+from agent_agency.pool.sqlite_rows import SqliteRows
 
 _DATA_POINT_COLUMNS = tuple(column.name for column in schema.data_points.columns)
-_DATA_POINT_VALUES = operator.itemgetter(*_DATA_POINT_COLUMNS)  # a row's values in column order
 _COLUMN_LIST = ", ".join(_DATA_POINT_COLUMNS)
-_SQLITE_INSERT_POINTS = (
-    f"INSERT INTO data_points ({_COLUMN_LIST}) "
-    f"VALUES ({', '.join('?' for _ in _DATA_POINT_COLUMNS)}) ON CONFLICT (id) DO NOTHING"
-)
 
 
 def insert_points(connection: Connection, rows: list[dict[str, Any]]) -> int:
@@ -40,35 +33,19 @@ def insert_points(connection: Connection, rows: list[dict[str, Any]]) -> int:
     return len(insert_new(connection, schema.data_points, rows))
 
 
-_SQLITE = sqlite.dialect(json_serializer=serialize_json)  # as `make_engine` configures SQLite
-_SQLITE_BIND_PROCESSORS = [
-    (index, processor)
-    for index, column in enumerate(schema.data_points.columns)
-    if (processor := column.type.dialect_impl(_SQLITE).bind_processor(_SQLITE)) is not None
-]
+_POINTS = SqliteRows(schema.data_points)
 
 
 def sqlite_point_parameters(rows: Iterable[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """Data point rows as parameters of SQLite's INSERT: in column order, each value passed
-    through its column type's own SQLAlchemy bind processor (so the stored values are exactly
-    what a SQLAlchemy insert stores). Needs no connection: worker processes do it."""
-    parameters = []
-    for row in rows:
-        values = list(_DATA_POINT_VALUES(row))
-        for index, process in _SQLITE_BIND_PROCESSORS:
-            values[index] = process(values[index])
-        parameters.append(tuple(values))
-    return parameters
+    """Data point rows as parameters of SQLite's INSERT (`SqliteRows.parameters`). Needs no
+    connection: worker processes do it."""
+    return _POINTS.parameters(rows)
 
 
 def insert_sqlite_parameters(connection: Connection, parameters: list[tuple[Any, ...]]) -> int:
     """Insert `sqlite_point_parameters` whose id is not stored yet, in one DBAPI executemany;
     how many were inserted."""
-    if connection.dialect.name != "sqlite":
-        raise ValueError(f"rows bound for SQLite cannot be inserted into {connection.dialect.name}")
-    if not parameters:
-        return 0
-    return int(connection.exec_driver_sql(_SQLITE_INSERT_POINTS, parameters).rowcount)
+    return _POINTS.insert(connection, parameters)
 
 
 # Created and dropped inside the batch's transaction (a failed batch rolls both back), so it

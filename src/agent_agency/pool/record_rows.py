@@ -11,6 +11,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from agent_agency.pool import schema
 from agent_agency.pool.engine import RawJson
+from agent_agency.pool.sqlite_rows import SqliteRows
 from agent_agency.records import (
     Evaluation,
     Execution,
@@ -120,3 +121,21 @@ def insert_new(connection: Connection, table: Table, rows: list[dict[str, Any]])
     statement = dialect_insert(connection, table).on_conflict_do_nothing(index_elements=["id"])
     result = connection.execute(statement.returning(table.c.id), rows)
     return {row[0] for row in result}
+
+
+_SQLITE_ROWS: dict[str, SqliteRows] = {}
+
+
+def insert_all(connection: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
+    """Insert rows whose id is not stored yet, when which ones were is not needed: on SQLite
+    one DBAPI executemany (`SqliteRows`), elsewhere one executemany without RETURNING."""
+    if not rows:
+        return
+    if connection.dialect.name == "sqlite":
+        bound = _SQLITE_ROWS.get(table.name)
+        if bound is None:
+            bound = _SQLITE_ROWS[table.name] = SqliteRows(table)
+        bound.insert(connection, bound.parameters(rows))
+        return
+    statement = dialect_insert(connection, table).on_conflict_do_nothing(index_elements=["id"])
+    connection.execute(statement, rows)

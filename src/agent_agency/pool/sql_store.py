@@ -33,6 +33,7 @@ from agent_agency.pool.record_rows import (
     dialect_insert,
     evaluation_row,
     execution_row,
+    insert_all,
     insert_new,
     routing_row,
     span_row,
@@ -147,15 +148,17 @@ class SqlStore(Store):
         refusals: Sequence[RoutingRefusal] = (),
     ) -> None:
         with self._engine.begin() as connection:
-            insert_new(connection, schema.routing_decisions, [decision_row(d) for d in decisions])
-            insert_new(connection, schema.routing_refusals, [routing_row(r) for r in refusals])
+            insert_all(connection, schema.routing_decisions, [decision_row(d) for d in decisions])
+            insert_all(connection, schema.routing_refusals, [routing_row(r) for r in refusals])
             new_executions = insert_new(
                 connection, schema.executions, [execution_row(e) for e in executions]
             )
             new_evaluations = insert_new(
                 connection, schema.evaluations, [evaluation_row(e) for e in evaluations]
             )
-            insert_new(connection, schema.spans, [span_row(s) for s in spans])
+            insert_all(connection, schema.spans, [span_row(s) for s in spans])
+            if not (new_executions or new_evaluations):
+                return  # nothing the per-arm aggregates count
             increments = arm_totals.arm_increments(
                 connection,
                 list({e.id: e for e in executions if e.id in new_executions}.values()),

@@ -1,5 +1,8 @@
 """The Tracker: a call-site API that costs a queue append, and a background writer that batches.
 
+While a tracker is open the GIL switch interval is at most 0.1 ms (`switch_interval`), so a
+caller never waits milliseconds for the GIL the writer holds.
+
 The arbiter calls `record_*` on its hot path; those only enqueue. A daemon thread drains the queue
 into the pool in batches (one transaction per batch) every `flush_interval_s` or `batch_size`
 records, appending routing decisions, refusals and evaluations to the audit trail when one is
@@ -38,6 +41,7 @@ from agent_agency.records import (
     RoutingRefusal,
     Span,
 )
+from agent_agency.tracking import switch_interval
 
 log = logging.getLogger(__name__)
 
@@ -215,6 +219,7 @@ class Tracker:
         tag = run_id or f"{id(self):x}"
         self._spill_name = f"{SPILL_PREFIX}{time.strftime('%Y%m%d-%H%M%S')}-{tag}.jsonl"
         self._thread = threading.Thread(target=self._drain, name="agency-tracker", daemon=True)
+        switch_interval.shorten()  # callers wait at most µs for the GIL the writer holds
         self._thread.start()
 
     # -- call-site API: enqueue only -------------------------------------------------------
@@ -252,9 +257,12 @@ class Tracker:
         if self._closed:
             return
         self._closed = True
-        self.flush()
-        self._queue.put(_STOP)
-        self._thread.join()
+        try:
+            self.flush()
+            self._queue.put(_STOP)
+            self._thread.join()
+        finally:
+            switch_interval.restore()
 
     def __enter__(self) -> Tracker:
         return self

@@ -73,6 +73,7 @@ class Candidates:
 
     __slots__ = (
         "_arms",
+        "_every_arm",
         "_evidence",
         "_features",
         "_layout",
@@ -95,8 +96,11 @@ class Candidates:
         layout: FeatureLayout,
         load: FloatArray,
         rng: np.random.Generator,
+        every_arm: bool = False,
     ) -> None:
+        """`every_arm`: `rows` are every arm in order (the router knows; saves a check)."""
         self._arms = arms
+        self._every_arm = every_arm
         self.rows = rows
         self.request = request
         self.column = column
@@ -132,7 +136,8 @@ class Candidates:
         """D × k posterior reward draws (D = `propensity_draws`), cached per task type by the
         router: a candidate's column is redrawn when it learns, and the row a `Draws(...,
         cached=True)` verdict played is redrawn after the decision."""
-        return columns(self._arms.draws_at(self.column), self.rows)
+        draws = self._arms.draws_at(self.column)
+        return draws if self._every_arm else columns(draws, self.rows)
 
     def features(self) -> FloatArray:
         """The request's feature vector (`arbiter/features.py`), as the contextual models see
