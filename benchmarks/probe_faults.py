@@ -186,7 +186,7 @@ def main() -> None:
             *rows,
         ]
     )
-    write_section("Reliability probes", body)
+    write_section("Reliability probes: faults", body)
     print(body)
 
 
