@@ -119,6 +119,7 @@ def train_version(
     progress: ProgressCallback | None = None,
     stop: StopRequested | None = None,
     on_stage: Callable[[Stage, PhaseRun], None] | None = None,
+    run_id: str | None = None,
 ) -> AgentVersion:
     """Train `phase` on the pool from `parent_key` (a configured or stored agent, `name` or
     `name@N`) and register the result as a candidate `name@N+1`.
@@ -127,7 +128,8 @@ def train_version(
     not meet the phase's prerequisites under `settings.training.profile`; the message says what
     is missing), `CheckpointMismatch` (the unfinished run was another config's), a ValueError
     for a GPU that is not there or bad rows, and `TrainingStopped` when `stop` asked for it.
-    `suite_files`: task files whose graders score GRPO (beside the built-in suites')."""
+    `suite_files`: task files whose graders score GRPO (beside the built-in suites'). `run_id`:
+    the id the version's lineage carries (a loop's cycle), by default the training run's."""
     options = run_settings or LoraRunSettings()
     parent = resolve(settings, registry, parent_key)
     registry.get(parent.key)  # a trained version needs a stored parent
@@ -171,7 +173,7 @@ def train_version(
         parent=parent.key,
         lineage=Lineage(
             phase=phase,
-            run_id=run.run_id,
+            run_id=run_id or run.run_id,
             data_points=seen_ids,
             config={
                 **run_identity(config),

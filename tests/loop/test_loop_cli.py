@@ -55,9 +55,9 @@ def test_a_loop_cycle_prints_its_table_and_is_journaled(workdir: Path) -> None:
     assert code == 2 and "no loop to resume" in output
 
 
-def test_unwired_phases_and_unknown_agents_exit_2(workdir: Path) -> None:
-    code, output = invoke("loop", "--phase", "sft")
-    assert code == 2 and "not wired into the loop yet" in output
+def test_unknown_phases_and_agents_exit_2(workdir: Path) -> None:
+    code, output = invoke("loop", "--phase", "dpo")
+    assert code == 2 and "--phase: 'dpo' is not one of prompt, sft, grpo" in output
     code, output = invoke("loop", "--agent", "nobody")
     assert code == 2 and "unknown agent 'nobody'" in output
 

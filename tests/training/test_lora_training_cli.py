@@ -234,3 +234,19 @@ def test_ctrl_c_stops_at_a_checkpoint_and_the_same_command_resumes_there(workdir
         assert [version.key for version in registry.list("tiny")] == ["tiny@1"]
     finally:
         store.close()
+
+
+def test_the_loop_trains_a_lora_version_and_validates_it(workdir: Path) -> None:
+    """`agency loop --phase sft`: the trainer registers an adapter version, carrying the loop's
+    run id, which the loop validates and canaries like any candidate."""
+    code, output = _invoke(
+        "loop", "--phase", "sft", "--agent", "tiny", "--cycles", "1",
+        "--collect-tasks", "2", "--heldout-tasks", "2", "--canary-tasks", "2",
+    )  # fmt: skip
+    assert code == 0, output
+    assert "sft: LoRA" in output and "tiny@2" in output
+    store, registry = _pool(workdir)
+    with store:
+        version = registry.get("tiny@2")
+    assert version.spec.adapter is not None and Path(version.spec.adapter).is_file()
+    assert version.lineage.phase == "sft" and version.lineage.run_id.endswith("-1")

@@ -16,7 +16,7 @@ from agent_agency.config import AgencyConfig
 from agent_agency.loop.journal import END, START, Journal, JournalEntry
 from agent_agency.loop.options import LoopOptions
 from agent_agency.loop.stages import STAGE_FUNCTIONS, STAGES, LoopContext
-from agent_agency.loop.trainers import NOT_WIRED, TRAINERS
+from agent_agency.loop.trainers import TRAINERS
 from agent_agency.pool.sql_store import SqlStore
 from agent_agency.records import JsonObject, new_id
 
@@ -50,10 +50,8 @@ class LoopReport:
 
 def check_phase(phase: str) -> None:
     """ValueError naming the phase when the loop cannot train with it."""
-    if phase in NOT_WIRED:
-        raise ValueError(f"--phase {phase}: not wired into the loop yet: {NOT_WIRED[phase]}")
     if phase not in TRAINERS:
-        known = ", ".join([*TRAINERS, *NOT_WIRED])
+        known = ", ".join(TRAINERS)
         raise ValueError(f"--phase: unknown phase {phase!r}; phases: {known}")
 
 

@@ -138,7 +138,9 @@ async def train(ctx: LoopContext, cycle: int, earlier: dict[str, JsonObject]) ->
         lineage = trained.lineage.model_copy(
             update={"metrics": {**trained.lineage.metrics, "loop_summary": summary}}
         )
-        version = registry.register(trained.spec, parent=parent.key, lineage=lineage)
+        version = trained.version or registry.register(
+            trained.spec, parent=parent.key, lineage=lineage
+        )
     return {"candidate": version.key, "parent": parent.key, "summary": summary}
 
 

@@ -2,19 +2,20 @@
 
 A phase plugs in by adding a `PhaseTrainer` to `TRAINERS`: `check` says whether the pool holds
 what the phase needs, `train` makes the new version's spec and lineage from the parent (the loop
-registers it). `prompt` (prompt optimization, `training/prompt_optimization.py`) is wired in;
-`sft` and `grpo` are in `NOT_WIRED` with what they wait for, so `--phase sft` says so instead of
-pretending to train.
+registers it, unless the trainer did: `Trained.version`). `prompt` is prompt optimization
+(`training/prompt_optimization.py`); `sft` and `grpo` train a LoRA adapter through TRL
+(`version_training.train_version`), which registers the version itself.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent_agency.config import AgencyConfig
-from agent_agency.deploy.registry import Lineage
+from agent_agency.deploy.registry import AgentVersion, Lineage, VersionRegistry
 from agent_agency.pool.sql_store import SqlStore
 from agent_agency.records import AgentSpec, Task
 
@@ -42,6 +43,7 @@ class Trained:
     spec: AgentSpec
     lineage: Lineage
     summary: str
+    version: AgentVersion | None = None  # registered by the trainer itself
 
 
 @dataclass
@@ -116,10 +118,69 @@ async def train_prompt(request: TrainRequest) -> Trained:
     )
 
 
-TRAINERS: dict[str, PhaseTrainer] = {"prompt": PhaseTrainer(check_prompt, train_prompt)}
-PHASES = ("prompt", "sft", "grpo")
-NOT_WIRED = {
-    "sft": "agent_agency.training.train_sft is not yet a function of the pool and the registry",
-    "grpo": "agent_agency.training.train_grpo is not yet a function of the pool and the registry",
+def check_lora(phase: str) -> Callable[[TrainRequest], Readiness]:
+    """A LoRA phase needs an agent that can carry an adapter, the `train` extra and the pool to
+    meet the phase's prerequisites under the training profile."""
+
+    def check(request: TrainRequest) -> Readiness:
+        from agent_agency.training.export import ExportError, plan_batch
+        from agent_agency.training.extra import TrainExtraMissing
+        from agent_agency.training.selection import Selection
+        from agent_agency.version_training import EXPORT_FORMAT, NotTrainable, check_can_train
+
+        try:
+            check_can_train(request.parent, "auto")
+            plan = plan_batch(
+                request.store,
+                request.config.training,
+                format_=EXPORT_FORMAT[phase],  # type: ignore[arg-type]
+                selection=Selection(),
+            )
+        except (NotTrainable, TrainExtraMissing, ExportError, ValueError) as error:
+            return Readiness(False, str(error))
+        points = len(plan.ids)
+        profile = request.config.training.profile
+        return Readiness(True, f"{points} points (profile {profile})", {"points": points})
+
+    return check
+
+
+def _lora_sizes(search: dict[str, Any]) -> dict[str, Any]:
+    """The loop's size settings a LoRA run takes (`steps`, `learning_rate`, `batch_size`); the
+    prompt phase's (candidates, minibatch, demonstrations) do not apply to it."""
+    from agent_agency.version_training import LoraRunSettings
+
+    return {key: value for key, value in search.items() if key in LoraRunSettings.model_fields}
+
+
+def train_lora(phase: str) -> Callable[[TrainRequest], Awaitable[Trained]]:
+    async def train(request: TrainRequest) -> Trained:
+        from agent_agency.version_training import LoraRunSettings, train_version
+
+        registry = VersionRegistry(request.store.engine)
+        version = await asyncio.to_thread(
+            train_version,
+            request.config,
+            request.store,
+            registry,
+            request.parent.key,
+            phase,  # type: ignore[arg-type]
+            LoraRunSettings(seed=request.seed, **_lora_sizes(request.search)),
+            run_id=request.run_id,
+        )
+        metrics = version.lineage.metrics
+        summary = (
+            f"{phase}: LoRA, {metrics.get('steps', '?')} steps on {metrics.get('rows', '?')} rows "
+            f"in {float(metrics.get('phase_wall_s', 0.0)):.0f} s"
+        )
+        return Trained(version.spec, version.lineage, summary, version=version)
+
+    return train
+
+
+TRAINERS: dict[str, PhaseTrainer] = {
+    "prompt": PhaseTrainer(check_prompt, train_prompt),
+    "sft": PhaseTrainer(check_lora("sft"), train_lora("sft")),
+    "grpo": PhaseTrainer(check_lora("grpo"), train_lora("grpo")),
 }
-"""Phases the loop names but cannot run yet, with what they wait for."""
+PHASES = ("prompt", "sft", "grpo")

@@ -184,23 +184,20 @@ def export_batch(
     `ExportError` when nothing is selected or (unless `check` is False: a test's or a trial's
     small batch) the prerequisites are not met; the phase's filters apply either way."""
     phase = DEFAULT_PHASE[format_] if phase is None else phase
-    requirement = None if phase is None else settings.prerequisite(phase)
     moment = now or utcnow()
     ratings = latest_feedback(store)
     graders = graders or {}
-    plan = _plan(
-        _first_pass(store, selection, ratings, moment, keep_answers=format_ == "trl-dpo"),
+    plan = plan_batch(
+        store,
+        settings,
         format_=format_,
-        requirement=requirement,
         selection=selection,
+        phase=phase,
         graders=graders,
+        now=moment,
+        check=check,
         ratings=ratings,
-        margin=settings.dpo_margin,
     )
-    if check and phase is not None and requirement is not None:
-        _check(plan, phase, requirement, settings.profile, format_)
-    if not plan.ids:
-        raise ExportError(f"{format_}: {_nothing_selected(plan)}")
     batch_id = _batch_id(format_, phase, settings.profile, selection, plan.ids)
     summary = _summary(plan, format_, phase, settings, selection, store)
     out.mkdir(parents=True, exist_ok=True)
@@ -215,6 +212,39 @@ def export_batch(
     (out / BATCH_FILE).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     new = _record(store, batch_id, phase, settings.profile, selection, format_, summary, plan.ids)
     return ExportResult(batch_id, out, path, written.rows, summary, new, plan.ids)
+
+
+def plan_batch(
+    store: SqlStore,
+    settings: TrainingSettings,
+    *,
+    format_: Format,
+    selection: Selection,
+    phase: Phase | None = None,
+    graders: Mapping[str, GraderSpec] | None = None,
+    now: datetime | None = None,
+    check: bool = True,
+    ratings: Mapping[str, Feedback] | None = None,
+) -> Plan:
+    """What `export_batch` would export, writing nothing: `ExportError` saying what is missing
+    when nothing is selected or (with `check`) the phase's prerequisites are not met."""
+    phase = DEFAULT_PHASE[format_] if phase is None else phase
+    requirement = None if phase is None else settings.prerequisite(phase)
+    ratings = latest_feedback(store) if ratings is None else ratings
+    plan = _plan(
+        _first_pass(store, selection, ratings, now or utcnow(), keep_answers=format_ == "trl-dpo"),
+        format_=format_,
+        requirement=requirement,
+        selection=selection,
+        graders=graders or {},
+        ratings=ratings,
+        margin=settings.dpo_margin,
+    )
+    if check and phase is not None and requirement is not None:
+        _check(plan, phase, requirement, settings.profile, format_)
+    if not plan.ids:
+        raise ExportError(f"{format_}: {_nothing_selected(plan)}")
+    return plan
 
 
 def _first_pass(
