@@ -18,8 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.agents.local import LocalBackend, default_threads, embedded_model_path
-from agent_agency.records import AgentSpec, Message
+from agent_agency.records import Message
 from agent_agency.training import (
     SFTTrainingConfig,
     TrainingProgress,

@@ -11,13 +11,14 @@ import os
 import statistics
 import time
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.agents.local import (
     LocalBackend,
     embedded_model_path,
     model_instances,
 )
 from agent_agency.agents.settings import EmbeddedModelSettings
-from agent_agency.records import AgentSpec, Message
+from agent_agency.records import Message
 
 from results import write_section
 

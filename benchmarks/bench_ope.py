@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.arbiter.features import routing_request
 from agent_agency.arbiter.ope import LoggedOutcome, evaluate_policy, replay_policy
 from agent_agency.arbiter.router import Router
 from agent_agency.arbiter.settings import RoutingSettings
-from agent_agency.records import AgentSpec, GraderSpec, RoutingStrategy, Task
+from agent_agency.records import GraderSpec, RoutingStrategy, Task
 
 from results import write_section
 

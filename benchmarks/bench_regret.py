@@ -30,9 +30,10 @@ from typing import Any
 
 import numpy as np
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.arbiter.router import Router
 from agent_agency.arbiter.settings import RoutingSettings
-from agent_agency.records import AgentSpec, RoutingRequest, RoutingStrategy
+from agent_agency.records import RoutingRequest, RoutingStrategy
 
 from results import write_section
 

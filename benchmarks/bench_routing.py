@@ -33,11 +33,12 @@ from typing import Any
 import numpy as np
 from sqlalchemy import insert
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.arbiter.router import Router
 from agent_agency.arbiter.settings import RoutingSettings
 from agent_agency.pool.schema import agent_task_aggregates
 from agent_agency.pool.store import Store
-from agent_agency.records import AgentSpec, RoutingRequest, RoutingStrategy
+from agent_agency.records import RoutingRequest, RoutingStrategy
 
 from results import write_section
 

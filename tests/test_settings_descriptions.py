@@ -6,8 +6,8 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.config import AgencyConfig
-from agent_agency.records import AgentSpec
 from agent_agency.sections import Section
 
 

@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "load_config": "agent_agency.config",
     "AgencyConfig": "agent_agency.config",
     "ConfigError": "agent_agency.sections",
+    "AgentSpec": "agent_agency.agent_spec",
     "DataPoint": "agent_agency.data_point",
     "NoAgentAvailable": "agent_agency.arbiter.router",
     "register_backend": "agent_agency.agents.registry",
@@ -37,7 +38,6 @@ _EXPORTS: dict[str, str] = {
     **{
         name: "agent_agency.records"
         for name in (
-            "AgentSpec",
             "Completion",
             "Evaluation",
             "Execution",
@@ -87,6 +87,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from agent_agency.agent_spec import AgentSpec
     from agent_agency.agents.registry import register_backend
     from agent_agency.arbiter.arbiter import Arbiter
     from agent_agency.arbiter.router import NoAgentAvailable, Router
@@ -97,7 +98,6 @@ if TYPE_CHECKING:
     from agent_agency.data_point import DataPoint
     from agent_agency.pool.store import Store
     from agent_agency.records import (
-        AgentSpec,
         Completion,
         Evaluation,
         Execution,

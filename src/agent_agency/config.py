@@ -21,12 +21,12 @@ from typing import Any
 import yaml
 from pydantic import Field, TypeAdapter, ValidationError, field_validator
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.agents.settings import EmbeddedModelSettings
 from agent_agency.arbiter.settings import RoutingSettings
 from agent_agency.caws.settings import EvaluationSettings
 from agent_agency.deploy_settings import DeploySettings
 from agent_agency.pool.settings import PoolSettings, StorageSettings
-from agent_agency.records import AgentSpec
 from agent_agency.run_settings import RunSettings
 from agent_agency.sandbox.settings import SandboxSettings
 from agent_agency.sections import ConfigError, Problem, Section, cross_field_check, problems_of

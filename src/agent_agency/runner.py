@@ -22,6 +22,7 @@ from pathlib import Path
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.agents.local import CONTEXT_TOKENS as LOCAL_CONTEXT_TOKENS
 from agent_agency.agents.local import MAX_PROMPT_CHARS as LOCAL_MAX_PROMPT_CHARS
 from agent_agency.agents.local import configure_embedded
@@ -37,7 +38,7 @@ from agent_agency.pool.arm_totals import AgentTaskSummary, outcomes_of, summaris
 from agent_agency.pool.engine import shown_url
 from agent_agency.pool.sql_store import SqlStore
 from agent_agency.pool.store import Store
-from agent_agency.records import AgentSpec, Execution, Task, check_task_features, new_id, utcnow
+from agent_agency.records import Execution, Task, check_task_features, new_id, utcnow
 from agent_agency.tasks import load_builtin, load_suite_files, select_tasks
 from agent_agency.tracking.tracker import Tracker
 

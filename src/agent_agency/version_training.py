@@ -19,10 +19,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agent_agency.agent_spec import EMBEDDED_MODEL, AgentSpec
 from agent_agency.config import AgencyConfig
 from agent_agency.deploy.registry import AgentVersion, Lineage, VersionRegistry, resolve
 from agent_agency.pool.sql_store import SqlStore
-from agent_agency.records import EMBEDDED_MODEL, AgentSpec, error_reason
+from agent_agency.records import error_reason
 from agent_agency.training.configs import (
     GRPOTrainingConfig,
     SFTTrainingConfig,

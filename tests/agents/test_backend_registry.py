@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.agents import (
     Backend,
     BackendError,
@@ -26,7 +27,7 @@ from agent_agency.arbiter.router import Router
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.config import AgencyConfig, ConfigError, parse_config
 from agent_agency.extensions import RegistrationError
-from agent_agency.records import AgentSpec, Completion, GraderSpec, Message, Task, ToolSpec
+from agent_agency.records import Completion, GraderSpec, Message, Task, ToolSpec
 
 TASK = Task(
     id="sum-1",

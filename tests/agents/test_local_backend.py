@@ -4,6 +4,7 @@ import asyncio
 
 import pytest
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.agents.local import (
     LocalBackend,
     embedded_model_path,
@@ -11,7 +12,7 @@ from agent_agency.agents.local import (
     model_instances,
     render_for_chat_template,
 )
-from agent_agency.records import AgentSpec, Message, ToolCall, ToolSpec
+from agent_agency.records import Message, ToolCall, ToolSpec
 
 
 def _words(text: str) -> int:

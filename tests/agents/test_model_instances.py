@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.agents import local
 from agent_agency.agents.local import LocalBackend, configure_embedded
 from agent_agency.agents.model_instances import ModelInstances
 from agent_agency.agents.settings import EmbeddedModelSettings
 from agent_agency.config import ConfigError, load_config
-from agent_agency.records import AgentSpec, Message
+from agent_agency.records import Message
 
 
 class _Instance:

@@ -8,9 +8,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.agents.base import BackendError
 from agent_agency.agents.openai_compat import OpenAICompatBackend, to_openai_message
-from agent_agency.records import AgentSpec, Message, ToolCall
+from agent_agency.records import Message, ToolCall
 
 HELLO = [Message(role="user", content="Say hello.")]
 

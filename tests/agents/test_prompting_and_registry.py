@@ -5,13 +5,14 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.agents import build_backend, build_messages
 from agent_agency.agents.local import LocalBackend
 from agent_agency.agents.openai_compat import OpenAICompatBackend
 from agent_agency.agents.registry import check_backend_setup
 from agent_agency.agents.scripted import ScriptedBackend
 from agent_agency.config import default_team
-from agent_agency.records import AgentSpec, GraderSpec, Message, Task
+from agent_agency.records import GraderSpec, Message, Task
 
 TASK = Task(
     id="t1", type="arithmetic", prompt="What is 2 + 2?", grader=GraderSpec(kind="exact-number")

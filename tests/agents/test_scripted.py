@@ -4,10 +4,11 @@ import asyncio
 
 import pytest
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.agents.base import BackendError
 from agent_agency.agents.prompting import build_messages
 from agent_agency.agents.scripted import UNKNOWN_PROMPT_ANSWER, ScriptedBackend
-from agent_agency.records import AgentSpec, Message, Task
+from agent_agency.records import Message, Task
 from agent_agency.tasks.reference import reference_answer
 from agent_agency.tasks.suites import load_builtin
 

@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.arbiter.features import routing_request
 from agent_agency.arbiter.settings import RoutingSettings
-from agent_agency.records import (
-    AgentSpec,
-    GraderSpec,
-    RoutingDecision,
-    RoutingRequest,
-    RoutingStrategy,
-    Task,
-)
+from agent_agency.records import GraderSpec, RoutingDecision, RoutingRequest, RoutingStrategy, Task
 
 
 def task(task_type: str = "code", requirements: tuple[str, ...] = (), task_id: str = "t") -> Task:

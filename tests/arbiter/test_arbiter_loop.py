@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.agents.base import Backend, BackendError
 from agent_agency.agents.scripted import ScriptedBackend
 from agent_agency.arbiter.arbiter import Arbiter, agent_slots
@@ -25,7 +26,6 @@ from agent_agency.pool.queries import refused_tasks
 from agent_agency.pool.schema import data_points, executions, spans
 from agent_agency.pool.store import Store
 from agent_agency.records import (
-    AgentSpec,
     Completion,
     Evaluation,
     Execution,

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from routing_helpers import agents, chosen, request, settings
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.arbiter.bandits import N
 from agent_agency.arbiter.router import NoAgentAvailable, Router
-from agent_agency.records import AgentSpec, RoutingDecision, RoutingRequest, RoutingStrategy
+from agent_agency.records import RoutingDecision, RoutingRequest, RoutingStrategy
 
 ALL = list(RoutingStrategy)
 

@@ -8,12 +8,13 @@ import pytest
 from pydantic import ValidationError
 from routing_helpers import agents, chosen, request, settings, task
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.arbiter.breaker import BreakerState
 from agent_agency.arbiter.features import request_features, routing_request
 from agent_agency.arbiter.router import NoAgentAvailable, Router
 from agent_agency.arbiter.settings import RoutingSettings
 from agent_agency.config import parse_config
-from agent_agency.records import AgentSpec, RoutingDecision, RoutingStrategy
+from agent_agency.records import RoutingDecision, RoutingStrategy
 from agent_agency.sections import ConfigError
 
 ALL = list(RoutingStrategy)

@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 from routing_helpers import agents, request, settings, task
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.arbiter.router import Router
 from agent_agency.arbiter.strategies import (
     Candidates,
@@ -20,7 +21,7 @@ from agent_agency.arbiter.strategies import (
     register_strategy,
     strategy_names,
 )
-from agent_agency.records import AgentSpec, RoutingRequest, RoutingStrategy
+from agent_agency.records import RoutingRequest, RoutingStrategy
 
 
 class MostExperienced:

@@ -17,7 +17,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[2] / "src" / "agent_agency"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("storable_text",),
     ("records",),
-    ("data_point", "jsonl", "db_errors", "sections", "extensions"),
+    ("agent_spec", "data_point", "jsonl", "db_errors", "sections", "extensions"),
     ("privacy", "sandbox"),
     ("tasks",),
     ("agents",),
@@ -36,9 +36,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 # Top-level names allowed to be imported from anywhere: the package itself is only a re-export.
 UNLAYERED = {"__init__"}
-# The routing policy stays usable alone: it may import only records and the arbiter's own modules
+# The routing policy stays usable alone: it may import only records (and the agent spec) and the arbiter's own modules
 # that are themselves policy (strategies, bandits, features, breaker, explanations, settings).
-ROUTER_ONLY_IMPORTS = {"records", "sections", "arbiter"}
+ROUTER_ONLY_IMPORTS = {"records", "agent_spec", "sections", "arbiter"}
 ROUTER_MODULES = ("arbiter/router.py", "arbiter/strategies")
 
 

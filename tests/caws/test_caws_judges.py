@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.agents.base import Backend, BackendError
 from agent_agency.agents.scripted import ScriptedBackend
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.caws.judges import Judge, JudgeReplyError, parse_verdict
 from agent_agency.caws.settings import EvaluationSettings
 from agent_agency.records import (
-    AgentSpec,
     Completion,
     Execution,
     GraderSpec,

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.config import parse_config
 from agent_agency.deploy.registry import (
     Lineage,
@@ -15,7 +16,6 @@ from agent_agency.deploy.registry import (
     with_stored_versions,
 )
 from agent_agency.pool.store import Store
-from agent_agency.records import AgentSpec
 
 CONFIG = {
     "agents": [

@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 from tests.export.export_points import make_point
 from typer.testing import CliRunner
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.cli.app import app
 from agent_agency.deploy.registry import Lineage, VersionRegistry
 from agent_agency.jobs.periods import last_finished, period_of
@@ -17,7 +18,6 @@ from agent_agency.jobs.run import PeriodNotOver, run_job, stored_run
 from agent_agency.pool import schema
 from agent_agency.pool.sql_store import SqlStore
 from agent_agency.pool.store import Store
-from agent_agency.records import AgentSpec
 from agent_agency.training_settings import TrainingSettings
 
 runner = CliRunner()

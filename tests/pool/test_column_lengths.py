@@ -9,6 +9,7 @@ from pool_records import make_point, make_records, make_task
 from pydantic import ValidationError
 from sqlalchemy import String, select
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.data_point import DataPoint
 from agent_agency.pool import schema
 from agent_agency.pool.store import Store
@@ -18,7 +19,6 @@ from agent_agency.records import (
     TASK_ID_MAX,
     TASK_TYPE_MAX,
     TENANT_MAX,
-    AgentSpec,
     Execution,
     Span,
     SpanKind,

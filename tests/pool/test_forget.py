@@ -14,13 +14,14 @@ from sqlalchemy.exc import OperationalError
 from tests.pool.pool_records import make_point
 from typer.testing import CliRunner
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.caws.audit import AuditLog
 from agent_agency.cli.app import app
 from agent_agency.config import load_config
 from agent_agency.deploy.registry import Lineage, VersionRegistry
 from agent_agency.pool import schema
 from agent_agency.pool.sql_store import SqlStore
-from agent_agency.records import AgentSpec, Message, utcnow
+from agent_agency.records import Message, utcnow
 
 runner = CliRunner()
 MARKER = "pelicanmarkerword"  # a plain word: the anonymizer keeps it

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from pool_records import make_point, one_attempt
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.agents.scripted import ScriptedBackend
 from agent_agency.arbiter.arbiter import Arbiter, TaskOutcome
 from agent_agency.arbiter.router import Router
@@ -21,7 +22,7 @@ from agent_agency.pool.assemble import build_data_point
 from agent_agency.pool.point_fields import free_text_fields
 from agent_agency.pool.store import Store
 from agent_agency.pool.validation import structural_reasons
-from agent_agency.records import AgentSpec, Completion, Message, ToolSpec, TurnData
+from agent_agency.records import Completion, Message, ToolSpec, TurnData
 from agent_agency.tasks import load_builtin
 from agent_agency.tracking.tracker import Tracker
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.caws.audit import AuditLog
 from agent_agency.deploy.registry import Lineage, VersionRegistry
 from agent_agency.pool.sql_store import SqlStore
 from agent_agency.pool.store import Store
-from agent_agency.records import AgentSpec
 from agent_agency.report.data import cycle_of, gather, transitions, wilson
 
 

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from tiny_llama import requires_train_extra
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.agents import build_backend
 from agent_agency.agents.local import embedded_model_path
-from agent_agency.records import AgentSpec, Message
+from agent_agency.records import Message
 from agent_agency.training import SFTTrainingConfig, convert_lora_to_gguf, train_sft
 
 pytestmark = [pytest.mark.e2e, requires_train_extra]

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.config import parse_config
 from agent_agency.pool.store import Store
-from agent_agency.records import AgentSpec, Split
+from agent_agency.records import Split
 from agent_agency.runner import RunRequest, execute_run
 from agent_agency.tasks import load_builtin
 from agent_agency.training.prompt_optimization import (

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent_agency.records import AgentSpec
+from agent_agency.agent_spec import AgentSpec
 
 
 class Decoding(BaseModel):

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from agent_agency.agent_spec import EMBEDDED_MODEL, AgentSpec
 from agent_agency.agents.base import BackendError, response_completion
 from agent_agency.agents.decoding import Decoding, resolve_decoding
 from agent_agency.agents.model_instances import ModelInstances
@@ -31,7 +32,7 @@ from agent_agency.agents.tool_protocol import (
     parse_tool_calls,
     render_tool_instructions,
 )
-from agent_agency.records import EMBEDDED_MODEL, AgentSpec, Completion, Message, ToolSpec
+from agent_agency.records import Completion, Message, ToolSpec
 
 EMBEDDED_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CONTEXT_TOKENS = 2048

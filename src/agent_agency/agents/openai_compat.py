@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 import openai
 from pydantic import ValidationError
 
+from agent_agency.agent_spec import BASE_URL_ENV, AgentSpec, server_url_problem
 from agent_agency.agents.base import BackendError, response_completion
 from agent_agency.agents.decoding import resolve_decoding
 from agent_agency.agents.tool_protocol import (
@@ -23,15 +24,7 @@ from agent_agency.agents.tool_protocol import (
     parse_tool_calls,
     render_tool_instructions,
 )
-from agent_agency.records import (
-    BASE_URL_ENV,
-    AgentSpec,
-    Completion,
-    Message,
-    ToolCall,
-    ToolSpec,
-    server_url_problem,
-)
+from agent_agency.records import Completion, Message, ToolCall, ToolSpec
 
 LOOPBACK_PLACEHOLDER_KEY = "local-no-key"
 

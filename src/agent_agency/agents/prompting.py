@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from agent_agency.records import AgentSpec, Message, Task
+from agent_agency.agent_spec import AgentSpec
+from agent_agency.records import Message, Task
 
 
 def build_messages(spec: AgentSpec, task: Task) -> list[Message]:

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.agents.base import Backend
 from agent_agency.extensions import RegistrationError, Registry
-from agent_agency.records import AgentSpec, Task
+from agent_agency.records import Task
 
 BackendFactory = Callable[[AgentSpec, Sequence[Task]], Backend]
 """Builds an agent's backend from its spec and the tasks of the run (those it may be asked; only

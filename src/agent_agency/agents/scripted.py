@@ -14,10 +14,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.agents.base import BackendError
 from agent_agency.agents.decoding import resolve_decoding
 from agent_agency.agents.tool_protocol import format_tool_call
-from agent_agency.records import AgentSpec, Completion, Message, Task, ToolCall, ToolSpec
+from agent_agency.records import Completion, Message, Task, ToolCall, ToolSpec
 from agent_agency.tasks.reference import (
     NoReferenceAnswerError,
     reference_answer,

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.agents.base import Backend, BackendError
 from agent_agency.agents.prompting import build_messages
 from agent_agency.arbiter.features import routing_request
@@ -30,7 +31,6 @@ from agent_agency.caws.settings import EvaluationSettings
 from agent_agency.data_point import DataPoint
 from agent_agency.pool.assemble import build_data_point
 from agent_agency.records import (
-    AgentSpec,
     Completion,
     Evaluation,
     Execution,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.arbiter.bandits import (
     EVIDENCE_FIELDS,
     BoolArray,
@@ -28,7 +29,7 @@ from agent_agency.arbiter.bandits import (
     reward,
 )
 from agent_agency.arbiter.features import FeatureLayout
-from agent_agency.records import AgentSpec, Complexity
+from agent_agency.records import Complexity
 
 if TYPE_CHECKING:
     from agent_agency.arbiter.settings import RoutingSettings

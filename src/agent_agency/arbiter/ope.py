@@ -47,10 +47,11 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.arbiter.bandits import FloatArray, reward
 from agent_agency.arbiter.router import Router
 from agent_agency.arbiter.settings import RoutingSettings
-from agent_agency.records import AgentSpec, RoutingDecision, RoutingStrategy
+from agent_agency.records import RoutingDecision, RoutingStrategy
 
 Z_95 = 1.959963984540054
 MIN_EFFECTIVE_SAMPLE_SIZE = 2.0  # below it one decision carries the estimate

@@ -30,6 +30,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.arbiter import explain
 from agent_agency.arbiter.arms import ArmAggregate, ArmTable
 from agent_agency.arbiter.bandits import FloatArray, IndexArray, N
@@ -39,7 +40,7 @@ from agent_agency.arbiter.features import FeatureLayout, request_features
 from agent_agency.arbiter.settings import RoutingSettings
 from agent_agency.arbiter.strategies.base import Candidates, Strategy
 from agent_agency.arbiter.strategies.registry import build_strategy, check_strategy_name
-from agent_agency.records import AgentSpec, RoutingDecision, RoutingRefusal, RoutingRequest
+from agent_agency.records import RoutingDecision, RoutingRefusal, RoutingRequest
 
 __all__ = ["ArmAggregate", "NoAgentAvailable", "Router"]
 

@@ -21,9 +21,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Engine, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.config import AgencyConfig
 from agent_agency.pool import schema
-from agent_agency.records import AgentSpec, JsonObject, to_utc, utcnow
+from agent_agency.records import JsonObject, to_utc, utcnow
 
 Status = Literal["candidate", "canary", "active", "retired", "rolled-back"]
 STATUSES: tuple[Status, ...] = get_args(Status)

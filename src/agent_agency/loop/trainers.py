@@ -14,10 +14,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.config import AgencyConfig
 from agent_agency.deploy.registry import AgentVersion, Lineage, VersionRegistry
 from agent_agency.pool.sql_store import SqlStore
-from agent_agency.records import AgentSpec, Task
+from agent_agency.records import Task
 
 
 @dataclass

@@ -10,15 +10,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from agent_agency.records import (
-    AgentSpec,
-    Completion,
-    Evaluation,
-    Span,
-    SpanKind,
-    Task,
-    ToolUse,
-)
+from agent_agency.agent_spec import AgentSpec
+from agent_agency.records import Completion, Evaluation, Span, SpanKind, Task, ToolUse
 
 
 def task_span(trace_id: str, task: Task, started: datetime) -> Span:

@@ -28,9 +28,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.config import AgencyConfig
 from agent_agency.pool.store import Store
-from agent_agency.records import AgentSpec, Message, Split, Task
+from agent_agency.records import Message, Split, Task
 from agent_agency.tasks.suites import select_tasks
 from agent_agency.training.task_scoring import TaskScore, score_tasks
 

@@ -11,13 +11,14 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.agents.local import configure_embedded
 from agent_agency.agents.registry import build_backend
 from agent_agency.arbiter.arbiter import Arbiter, TaskOutcome
 from agent_agency.arbiter.router import Router
 from agent_agency.caws.evaluator import Evaluator
 from agent_agency.config import AgencyConfig
-from agent_agency.records import AgentSpec, Task
+from agent_agency.records import Task
 
 
 @dataclass(frozen=True)

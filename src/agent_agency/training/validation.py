@@ -19,8 +19,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.config import AgencyConfig
-from agent_agency.records import AgentSpec, Split, Task
+from agent_agency.records import Split, Task
 from agent_agency.training.task_scoring import TaskScore, score_tasks
 
 Verdict = Literal["better", "worse", "inconclusive"]
