@@ -36,8 +36,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 # Top-level names allowed to be imported from anywhere: the package itself is only a re-export.
 UNLAYERED = {"__init__"}
-# The routing policy stays usable alone: it may import only records (and the agent spec) and the arbiter's own modules
-# that are themselves policy (strategies, bandits, features, breaker, explanations, settings).
+# The routing policy stays usable alone: it may import only records, the agent spec and the
+# arbiter's own modules that are themselves policy (strategies, bandits, features, breaker,
+# explanations, settings).
 ROUTER_ONLY_IMPORTS = {"records", "agent_spec", "sections", "arbiter"}
 ROUTER_MODULES = ("arbiter/router.py", "arbiter/strategies")
 
