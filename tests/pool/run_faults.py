@@ -155,7 +155,9 @@ ORPHAN_QUERIES = {
         "SELECT count(*) FROM data_points WHERE id NOT IN (SELECT id FROM executions)"
     ),
     "audit entries without their record": (
-        "SELECT count(*) FROM audit_log WHERE record_id NOT IN (SELECT id FROM routing_decisions "
+        # (checkpoints, deployments and erasures cover no record of these tables)
+        "SELECT count(*) FROM audit_log WHERE kind IN ('routing', 'evaluation') "
+        "AND record_id NOT IN (SELECT id FROM routing_decisions "
         "UNION ALL SELECT id FROM routing_refusals UNION ALL SELECT id FROM evaluations)"
     ),
 }
