@@ -379,7 +379,8 @@ def _read_back(
     summary comes from its own outcomes."""
     try:
         stored = sum(row.tasks for row in store.agent_task_summary(run_id=run_id))
-        expected = sum(not execution.cancelled for execution in executions)
+        # the summary counts neither cancelled nor ungraded executions (`agent_task_summary`)
+        expected = sum(not (e.cancelled or e.ungraded) for e in executions)
         return _ReadBack(max(0, expected - stored), audit.head_hash())
     except (SQLAlchemyError, OSError) as error:
         return _ReadBack(error=database_error_reason(error, url))

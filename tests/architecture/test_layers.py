@@ -17,7 +17,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[2] / "src" / "agent_agency"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("storable_text",),
     ("records",),
-    ("agent_spec", "data_point", "jsonl", "db_errors", "sections", "extensions"),
+    ("agent_spec", "data_point", "jsonl", "db_errors", "sections", "extensions", "python_syntax"),
     ("privacy", "sandbox"),
     ("tasks",),
     ("agents",),

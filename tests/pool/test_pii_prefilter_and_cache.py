@@ -119,6 +119,7 @@ def test_prefilter_passes_every_text_presidio_would_be_asked_about(text: str) ->
 @example("a@a.com DE89 3704 0044 0532 0130 00")  # an IBAN whose digits our phone rule finds
 @example("0 0.0.0.0 a@a.com ::1")  # an IPv6 loopback only Presidio finds
 @example("DE89 3704 0044 0532 0130 00 0.279.030.251 +1 (415) 555-2671")  # a version string kept
+@example("343.15.1.886 2 userid =x DE89 3704 0044 0532 0130 00")  # one running into a number
 def test_find_pii_equals_the_uncached_unfiltered_scan(text: str) -> None:
     expected = uncached_findings(text, use_presidio=True)
     own = uncached_findings(text, use_presidio=False)

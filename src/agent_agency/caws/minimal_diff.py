@@ -13,6 +13,7 @@ import difflib
 from collections import Counter
 from typing import TypeGuard
 
+from agent_agency.python_syntax import parse_python
 from agent_agency.records import MinimalDiffMetrics
 
 # Penalties per occurrence of a scaffolding pattern; their sum is capped at 1.
@@ -242,13 +243,13 @@ def minimal_diff_metrics(original: str, edited: str) -> MinimalDiffMetrics:
     line_change_ratio = changed_lines / max(1, len(original.splitlines()))
     files_touched = 1 if changed_lines else 0
     try:
-        original_tree = ast.parse(original)
+        original_tree = parse_python(original)
     except SyntaxError as error:
         raise ValueError(
             f"original_code: not valid Python ({error.msg}, line {error.lineno})"
         ) from None
     try:
-        edited_tree = ast.parse(edited)
+        edited_tree = parse_python(edited)
     except SyntaxError:
         return MinimalDiffMetrics(
             ast_similarity=0.0,

@@ -11,10 +11,10 @@ pass threshold.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Mapping, Sequence
 from typing import get_args
 
+from agent_agency.python_syntax import parse_python
 from agent_agency.records import (
     GateResult,
     Iteration,
@@ -50,7 +50,7 @@ def _format_fallback(iteration: Iteration, code: str | None) -> float:
     if code is None:
         return 1.0 if iteration.output.strip() else 0.0
     try:
-        ast.parse(code)
+        parse_python(code)
     except SyntaxError:
         return 0.0
     return 1.0

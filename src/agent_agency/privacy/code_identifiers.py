@@ -11,6 +11,8 @@ import ast
 import builtins
 import re
 
+from agent_agency.python_syntax import parse_python
+
 _FENCE = re.compile(r"```([\w+-]*)\n(.*?)```", re.S)
 _BUILTINS = frozenset(dir(builtins)) | {"self", "cls"}
 
@@ -51,7 +53,7 @@ class IdentifierRenamer:
     def rename_code(self, code: str) -> str | None:
         """The renamed code, or None when `code` is not Python."""
         try:
-            tree = ast.parse(code)
+            tree = parse_python(code)
         except (SyntaxError, ValueError):
             return None
         self._bound_names(tree)
@@ -90,7 +92,7 @@ def _looks_like_python(text: str) -> bool:
     ):
         return False
     try:
-        tree = ast.parse(text)
+        tree = parse_python(text)
     except (SyntaxError, ValueError):
         return False
     return any(not isinstance(node, ast.Expr) for node in tree.body)

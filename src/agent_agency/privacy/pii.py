@@ -154,8 +154,8 @@ def _presidio_findings(
         if (r.entity_type not in VALID or VALID[r.entity_type](text[r.start : r.end]))
         and not _glued_number(text, r.entity_type, r.start)
         and not _url_user(text, Finding(r.entity_type, r.start, r.end))
-        # what is never reported (a version string) stays so when Presidio is asked for another
-        and not any(n.start <= r.start and r.end <= n.end for n in never)
+        # a never-reported text (a version string) stays so when Presidio, asked for another
+        and not any(n.start < r.end and r.start < n.end for n in never)  # entity, overlaps it
     )
 
 

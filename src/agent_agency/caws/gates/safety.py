@@ -17,6 +17,7 @@ from pydantic import AfterValidator, Field
 
 from agent_agency.caws.gates.registry import GateCheck, GateInput, GateParams, register_gate
 from agent_agency.privacy.pii import PLACEHOLDERS, find_pii
+from agent_agency.python_syntax import parse_python
 from agent_agency.records import invalid
 
 # The entity types `find_pii` reports (its placeholders name all but FILE_PATH, never redacted).
@@ -232,7 +233,7 @@ def dangerous_calls(code: str, allowed: Sequence[str] = ()) -> list[str]:
     and everything in it). A screen for the obvious, not a sandbox: Python offers endless
     indirection, and the sandbox is what contains the code that runs."""
     try:
-        tree = ast.parse(code)
+        tree = parse_python(code)
     except SyntaxError:
         return []
     aliases = _import_aliases(tree)
