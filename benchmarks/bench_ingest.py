@@ -17,8 +17,6 @@ Usage: python benchmarks/bench_ingest.py [--quick] [--json PATH]
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sqlite3
 import statistics
@@ -40,7 +38,7 @@ from agent_agency.data_point import DataPoint  # noqa: E402
 from agent_agency.pool.store import Store  # noqa: E402
 from agent_agency.records import Span, SpanKind, new_id, utcnow  # noqa: E402
 
-from results import write_section  # noqa: E402
+from results import bench_main  # noqa: E402
 
 RECORDS, QUICK_RECORDS, BATCH, REPEATS = 10_000, 2_000, 100, 1
 FLOOR = "floor: sqlite3 alone, the same JSON documents (WAL, NORMAL)"
@@ -223,17 +221,13 @@ def section(figures: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
-    parser.add_argument("--quick", action="store_true", help=f"{QUICK_RECORDS:,} records each")
-    parser.add_argument("--json", type=Path, help="also write the figures to this file")
-    args = parser.parse_args()
-    figures = run(args.quick)
-    body = section(figures)
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2))
-    if not args.quick:
-        write_section("Durable ingest in batches of 100", body)
-    print(body)
+    bench_main(
+        __doc__ or "",
+        run,
+        section,
+        "Durable ingest in batches of 100",
+        f"{QUICK_RECORDS:,} records each",
+    )
 
 
 if __name__ == "__main__":

@@ -19,13 +19,10 @@ Usage: python benchmarks/bench_regret.py [--quick] [--json PATH]
 
 from __future__ import annotations
 
-import argparse
-import json
 import multiprocessing
 import os
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,7 +32,7 @@ from agent_agency.arbiter.router import Router
 from agent_agency.arbiter.settings import RoutingSettings
 from agent_agency.records import RoutingRequest, RoutingStrategy
 
-from results import write_section
+from results import bench_main
 
 AGENTS, TYPES, ROUNDS, SEEDS, QUICK_SEEDS, LAST, GAP = 10, 8, 10_000, 20, 4, 1_000, 0.05
 INSTANCES = ("random rates", "best two 0.05 apart")
@@ -227,17 +224,7 @@ def section(figures: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
-    parser.add_argument("--quick", action="store_true", help=f"{QUICK_SEEDS} seeds")
-    parser.add_argument("--json", type=Path, help="also write the figures to this file")
-    args = parser.parse_args()
-    figures = run(args.quick)
-    body = section(figures)
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2))
-    if not args.quick:
-        write_section("Routing regret", body)
-    print(body)
+    bench_main(__doc__ or "", run, section, "Routing regret", f"{QUICK_SEEDS} seeds")
 
 
 if __name__ == "__main__":

@@ -19,8 +19,6 @@ Usage: python benchmarks/bench_routing.py [--quick] [--json PATH]
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import tempfile
 import time
@@ -40,7 +38,7 @@ from agent_agency.pool.schema import agent_task_aggregates
 from agent_agency.pool.store import Store
 from agent_agency.records import RoutingRequest, RoutingStrategy
 
-from results import write_section
+from results import bench_main
 
 AGENTS, TYPES, OUTCOMES = 100, 8, 1_000_000
 DECISIONS, QUICK_DECISIONS, WARMUP, BLOCK = 6_000, 1_500, 300, 250
@@ -317,17 +315,9 @@ def section(figures: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
-    parser.add_argument("--quick", action="store_true", help=f"{QUICK_DECISIONS:,} decisions")
-    parser.add_argument("--json", type=Path, help="also write the figures to this file")
-    args = parser.parse_args()
-    figures = run(args.quick)
-    body = section(figures)
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2))
-    if not args.quick:
-        write_section("Routing decision latency", body)
-    print(body)
+    bench_main(
+        __doc__ or "", run, section, "Routing decision latency", f"{QUICK_DECISIONS:,} decisions"
+    )
 
 
 if __name__ == "__main__":

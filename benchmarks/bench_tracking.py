@@ -14,8 +14,6 @@ Usage: python benchmarks/bench_tracking.py [--quick] [--json PATH]
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import resource
 import tempfile
@@ -32,7 +30,7 @@ from agent_agency.pool.store import Store
 from agent_agency.records import Span, SpanKind, new_id, utcnow
 from agent_agency.tracking.tracker import Tracker
 
-from results import write_section
+from results import bench_main
 
 OPERATIONS, QUICK_OPERATIONS, BLOCK = 40_000, 8_000, 500
 OURS = "ours: build a Span, Tracker.record"
@@ -231,17 +229,7 @@ def section(figures: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
-    parser.add_argument("--quick", action="store_true", help=f"{QUICK_OPERATIONS:,} calls each")
-    parser.add_argument("--json", type=Path, help="also write the figures to this file")
-    args = parser.parse_args()
-    figures = run(args.quick)
-    body = section(figures)
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2))
-    if not args.quick:
-        write_section("Tracking overhead", body)
-    print(body)
+    bench_main(__doc__ or "", run, section, "Tracking overhead", f"{QUICK_OPERATIONS:,} calls each")
 
 
 if __name__ == "__main__":

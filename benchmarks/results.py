@@ -6,11 +6,15 @@ Every benchmark script calls `write_section(title, body)`; the section is everyt
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import platform
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 HEADER = (
@@ -34,3 +38,25 @@ def write_section(title: str, body: str) -> None:
     else:
         text = text.rstrip("\n") + "\n\n" + section
     RESULTS.write_text(text.rstrip("\n") + "\n", encoding="utf-8")
+
+
+def bench_main(
+    doc: str,
+    run: Callable[[bool], Any],
+    section: Callable[[Any], str],
+    title: str,
+    quick_help: str,
+) -> None:
+    """A benchmark's command line: `--quick` (a small sample, RESULTS.md left alone) and
+    `--json FILE`; a full run rewrites its RESULTS.md section `title`."""
+    parser = argparse.ArgumentParser(description=doc.partition("\n")[0])
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = parser.parse_args()
+    figures = run(args.quick)
+    body = section(figures)
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2))
+    if not args.quick:
+        write_section(title, body)
+    print(body)
