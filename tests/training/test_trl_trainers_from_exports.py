@@ -108,6 +108,22 @@ def _trained(trainer: Any, before: dict[str, Any]) -> list[float]:
     return losses
 
 
+def _train_two_steps(
+    trainer_class: Any, config_class: Any, dataset: Any, model_dir: Path, run_dir: Path
+) -> list[float]:
+    """A TRL trainer that takes (model, args, train_dataset, processing_class), trained by
+    `_trained` on the tiny model."""
+    model, tokenizer = _model_and_tokenizer(model_dir)
+    before = _weights(model)
+    trainer = trainer_class(
+        model=model,
+        args=config_class(**_arguments(run_dir), max_length=128),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+    )
+    return _trained(trainer, before)
+
+
 def test_dpo_trains_on_pairs_from_corrections_and_from_graded_attempts(
     db: str, tiny_model_dir: Path, tmp_path: Path
 ) -> None:
@@ -126,15 +142,7 @@ def test_dpo_trains_on_pairs_from_corrections_and_from_graded_attempts(
 
     from trl import DPOConfig, DPOTrainer
 
-    model, tokenizer = _model_and_tokenizer(tiny_model_dir)
-    before = _weights(model)
-    trainer = DPOTrainer(
-        model=model,
-        args=DPOConfig(**_arguments(tmp_path / "dpo-run"), max_length=128),
-        train_dataset=dataset,
-        processing_class=tokenizer,
-    )
-    _trained(trainer, before)
+    _train_two_steps(DPOTrainer, DPOConfig, dataset, tiny_model_dir, tmp_path / "dpo-run")
 
 
 def test_sft_trains_on_the_exported_conversations(
@@ -157,15 +165,7 @@ def test_sft_trains_on_the_exported_conversations(
 
     from trl import SFTConfig, SFTTrainer
 
-    model, tokenizer = _model_and_tokenizer(tiny_model_dir)
-    before = _weights(model)
-    trainer = SFTTrainer(
-        model=model,
-        args=SFTConfig(**_arguments(tmp_path / "sft-run"), max_length=128),
-        train_dataset=dataset,
-        processing_class=tokenizer,
-    )
-    _trained(trainer, before)
+    _train_two_steps(SFTTrainer, SFTConfig, dataset, tiny_model_dir, tmp_path / "sft-run")
 
 
 def test_grpo_trains_with_the_graders_as_rewards_on_the_exported_prompts(
