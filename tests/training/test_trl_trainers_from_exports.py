@@ -24,6 +24,7 @@ from agent_agency.pool.sql_store import SqlStore
 from agent_agency.pool.store import Store
 from agent_agency.tasks.graders import reward_function
 from agent_agency.training.export import export_batch
+from agent_agency.training.formats import Format
 from agent_agency.training.selection import Selection
 from agent_agency.training_settings import TrainingSettings
 
@@ -69,6 +70,23 @@ def _cli(*args: str) -> str:
 def _load(file: Path) -> Any:
     datasets = pytest.importorskip("datasets")
     return datasets.load_dataset("json", data_files=str(file), split="train")
+
+
+def _exported(db: str, format_: Format, out: Path) -> Any:
+    """The pool exported in `format_`, loaded as a dataset; the laptop profile's minimum sizes
+    are not checked (the pool here holds a handful of points)."""
+    with Store.open(db) as store:
+        assert isinstance(store, SqlStore)
+        result = export_batch(
+            store,
+            TrainingSettings(),
+            format_=format_,
+            out=out,
+            selection=Selection(),
+            graders=GRADERS,
+            check=False,
+        )
+    return _load(result.file)
 
 
 def _model_and_tokenizer(directory: Path) -> tuple[Any, Any]:
@@ -148,17 +166,7 @@ def test_dpo_trains_on_pairs_from_corrections_and_from_graded_attempts(
 def test_sft_trains_on_the_exported_conversations(
     db: str, tiny_model_dir: Path, tmp_path: Path
 ) -> None:
-    with Store.open(db) as store:
-        assert isinstance(store, SqlStore)
-        result = export_batch(
-            store,
-            TrainingSettings(),
-            format_="trl-sft",
-            out=tmp_path / "sft",
-            selection=Selection(),
-            check=False,  # the laptop profile asks for 16 points; four passed here
-        )
-    dataset = _load(result.file)
+    dataset = _exported(db, "trl-sft", tmp_path / "sft")
     assert dataset.column_names == ["messages"] and len(dataset) == len(GRADED)
     roles = [message["role"] for message in dataset[0]["messages"]]
     assert roles == ["system", "user", "assistant", "tool", "assistant"]
@@ -171,18 +179,7 @@ def test_sft_trains_on_the_exported_conversations(
 def test_grpo_trains_with_the_graders_as_rewards_on_the_exported_prompts(
     db: str, tiny_model_dir: Path, tmp_path: Path
 ) -> None:
-    with Store.open(db) as store:
-        assert isinstance(store, SqlStore)
-        result = export_batch(
-            store,
-            TrainingSettings(),
-            format_="trl-grpo",
-            out=tmp_path / "grpo",
-            selection=Selection(),
-            graders=GRADERS,
-            check=False,  # the laptop profile asks for 32 points
-        )
-    dataset = _load(result.file)
+    dataset = _exported(db, "trl-grpo", tmp_path / "grpo")
     assert {"prompt", "grader", "reference"} <= set(dataset.column_names)
     assert set(dataset["grader"]) == {"exact-number"}
     scored: list[list[float | None]] = []
