@@ -7,6 +7,7 @@ validation, so any stage can be used alone and records round-trip through JSON u
 
 from __future__ import annotations
 
+import json
 import math
 import uuid
 from collections.abc import Callable, Iterator
@@ -234,9 +235,32 @@ class Message(Record):
 
 
 class ToolCall(Record):
+    """A call as recorded; OpenAI's shape (`{"type": "function", "function": {"name",
+    "arguments"}}`, arguments as JSON text), which exports write and chat templates read, is
+    accepted too, so that an exported conversation reads back."""
+
     id: str = Field(default_factory=new_id)
     name: str
     arguments: JsonObject = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_openai_shape(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("function"), dict):
+            return data
+        if data.get("type", "function") != "function":
+            raise ValueError(f"type {data['type']!r} is not a function call")
+        function = data["function"]
+        arguments = function.get("arguments", {})
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except json.JSONDecodeError as error:
+                raise ValueError(f"function.arguments is not JSON ({error.msg})") from None
+        shaped = {"name": function.get("name"), "arguments": arguments}
+        if "id" in data:
+            shaped["id"] = data["id"]
+        return shaped
 
 
 class Completion(Record):

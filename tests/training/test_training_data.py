@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -9,8 +10,10 @@ from typing import Any
 
 import pytest
 
+from agent_agency.records import Message, ToolCall
 from agent_agency.training import GRPOTrainingConfig, SFTTrainingConfig
 from agent_agency.training.configs import run_identity
+from agent_agency.training.formats import message_row
 from agent_agency.training.grpo import grpo_examples, reward_names
 from agent_agency.training.sft import sft_examples
 
@@ -48,6 +51,36 @@ def test_a_conversation_is_split_before_its_answer_and_tools_are_rendered() -> N
     assert [m["role"] for m in example["prompt"]] == ["system", "user", "assistant", "user"]
     assert example["prompt"][2]["content"] == 'CALL calc {"x": "2+2"}'
     assert example["prompt"][3]["content"] == "Tool calc returned: 4"
+
+
+def test_a_conversation_as_the_export_writes_it_trains() -> None:
+    """`agency export --format trl-sft` writes tool calls in OpenAI's shape (arguments as JSON
+    text); SFT must read its own export back."""
+    call = ToolCall(id="c1", name="calc", arguments={"x": "2+2"})
+    conversation = [
+        Message(role="user", content="What is 2+2?"),
+        Message(role="assistant", content="", tool_calls=[call]),
+        Message(role="tool", name="calc", tool_call_id="c1", content="4"),
+        Message(role="assistant", content="4"),
+    ]
+    exported = json.loads(json.dumps({"messages": [message_row(m) for m in conversation]}))
+    assert exported["messages"][1]["tool_calls"][0]["function"]["arguments"] == '{"x": "2+2"}'
+    [example] = sft_examples([exported])
+    assert example["prompt"][1]["content"] == 'CALL calc {"x": "2+2"}'
+    assert example["completion"] == [{"role": "assistant", "content": "4"}]
+
+
+def test_a_tool_call_whose_arguments_are_not_json_is_named() -> None:
+    bad_call = {"id": "c1", "type": "function", "function": {"name": "calc", "arguments": "{x"}}
+    row = {
+        "messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": "", "tool_calls": [bad_call]},
+            ANSWER,
+        ]
+    }
+    with pytest.raises(ValueError, match=r"^data row 0: messages\.1\.tool_calls\.0: .*not JSON"):
+        sft_examples([row])
 
 
 def test_text_prompt_and_completion_pass_through() -> None:
