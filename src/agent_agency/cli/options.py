@@ -18,8 +18,11 @@ from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from typer.core import TyperGroup
+
+from agent_agency.sections import ConfigError
 
 if TYPE_CHECKING:
     from agent_agency.config import AgencyConfig
@@ -308,8 +311,6 @@ def _print_usage_error(error: typer.TyperException) -> None:
 def usage_error_message(error: typer.TyperException) -> str:
     """The error's message; a bad value's led by its option or argument, as `fail` words one,
     saying what was given and what it should be where Typer's pydantic conversion refused it."""
-    from pydantic import ValidationError
-
     message = str(error.format_message())
     if message.startswith("Invalid value: "):  # raised by our own check, which names the field
         return message.removeprefix("Invalid value: ")
@@ -341,7 +342,6 @@ def load_settings(config: Path | None, db: str | None = None) -> AgencyConfig:
     from agent_agency.config import load_config
     from agent_agency.pool.engine import database_url
     from agent_agency.pool.settings import check_database_url
-    from agent_agency.sections import ConfigError
 
     _url_label.set("storage.url" if db is None else "--db")
     _database_url.set(None)
