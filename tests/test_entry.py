@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -46,3 +47,53 @@ def test_the_entry_point_runs_the_cli() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "pool" in done.stdout and "run" in done.stdout
+
+
+# What only a command's work needs: `agency --help` and every `agency … --help` load none of it
+# (each costs from a tenth of a second to seconds to import).
+HEAVY_MODULES = (
+    "sqlalchemy",
+    "alembic",
+    "opendp",
+    "numpy",
+    "torch",
+    "llama_cpp",
+    "presidio_analyzer",
+)
+EVERY_HELP = """\
+import json, sys
+import typer.main
+from agent_agency.cli.app import app
+from agent_agency.entry import main
+
+heavy = set(json.loads(sys.argv[1]))
+
+def paths(command, prefix):
+    yield prefix
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from paths(sub, [*prefix, name])
+
+shown = []
+for path in paths(typer.main.get_command(app), []):
+    sys.argv = ["agency", *path, "--help"]
+    try:
+        main()
+    except SystemExit as done:
+        shown.append([path, done.code])
+loaded = sorted({name.split(".")[0] for name in sys.modules} & heavy)
+print(json.dumps({"shown": shown, "loaded": loaded}), file=sys.stderr)
+"""
+
+
+def test_help_of_every_command_loads_no_heavy_module() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", EVERY_HELP, json.dumps(HEAVY_MODULES)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stderr.splitlines()[-1])
+    paths = [" ".join(path) for path, _ in result["shown"]]
+    assert {"", "run", "pool ingest", "routing evaluate", "audit verify", "train"} <= set(paths)
+    assert [path for path, code in result["shown"] if code not in (0, None)] == []
+    assert result["loaded"] == []

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from agent_agency.cli import pool as pool_cli
+from agent_agency.pool import ingest_workers
 from agent_agency.pool.store import Store
 
 POSTGRES_ENV = "AGENCY_TEST_POSTGRES_URL"
@@ -75,5 +75,7 @@ def store(db_url: str) -> Iterator[Store]:
 def workers_prepare_every_batch(monkeypatch: pytest.MonkeyPatch) -> None:
     """`agency pool ingest` hands every batch to its workers, the first included: a small input
     is otherwise all ingested in the command's own process while its workers start."""
-    whole_pipeline = functools.partial(pool_cli.ingest_batches, prepare_here_while_starting=False)
-    monkeypatch.setattr(pool_cli, "ingest_batches", whole_pipeline)
+    whole_pipeline = functools.partial(
+        ingest_workers.ingest_batches, prepare_here_while_starting=False
+    )
+    monkeypatch.setattr(ingest_workers, "ingest_batches", whole_pipeline)

@@ -17,9 +17,10 @@ from typer.testing import CliRunner
 
 from agent_agency.cli import pool as pool_cli
 from agent_agency.cli.pool import pool_app
-from agent_agency.pool.ingest_workers import AUTO_MAX_WORKERS, AUTO_MIN_POINTS, auto_workers
+from agent_agency.pool import ingest_workers
 from agent_agency.pool.prepare import IngestReport, prepare_batch
 from agent_agency.pool.store import Store
+from agent_agency.pool.worker_count import AUTO_MAX_WORKERS, AUTO_MIN_POINTS, auto_workers
 
 runner = CliRunner()
 
@@ -154,7 +155,7 @@ def test_cli_ingest_picks_workers_by_file_size_and_cores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     chosen: list[int] = []
-    real_ingest_batches = pool_cli.ingest_batches
+    real_ingest_batches = ingest_workers.ingest_batches
 
     def recording(
         store: Store, batches: Iterable[list[str]], workers: int
@@ -162,7 +163,7 @@ def test_cli_ingest_picks_workers_by_file_size_and_cores(
         chosen.append(workers)
         return real_ingest_batches(store, batches, 1)  # the choice is under test, not the workers
 
-    monkeypatch.setattr(pool_cli, "ingest_batches", recording)
+    monkeypatch.setattr(ingest_workers, "ingest_batches", recording)
     monkeypatch.setattr(pool_cli, "usable_cores", lambda: 8)
     source = tmp_path / "points.jsonl"
     source.write_text("\n".join(make_point(f"p{i}").model_dump_json() for i in range(3)) + "\n")
@@ -251,7 +252,7 @@ def test_cli_ingest_says_where_to_resume_when_a_worker_dies(
         yield store.ingest(next(iter(batches)))
         raise BrokenProcessPool("a worker was killed")
 
-    monkeypatch.setattr(pool_cli, "ingest_batches", first_batch_then_a_dead_worker)
+    monkeypatch.setattr(ingest_workers, "ingest_batches", first_batch_then_a_dead_worker)
     source = tmp_path / "points.jsonl"
     source.write_text("\n".join(make_point(f"p{i}").model_dump_json() for i in range(5)) + "\n")
     db_url = f"sqlite:///{tmp_path / 'pool.db'}"

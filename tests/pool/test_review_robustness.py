@@ -25,11 +25,10 @@ from pydantic import ValidationError
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-from agent_agency.cli import pool as pool_cli
 from agent_agency.cli.options import Terminated, sigterm_raises
 from agent_agency.cli.pool import pool_app
 from agent_agency.data_point import RLLabels
-from agent_agency.pool import schema
+from agent_agency.pool import ingest_workers, schema
 from agent_agency.pool.ingest_workers import ingest_batches
 from agent_agency.pool.prepare import IngestReport
 from agent_agency.pool.queries import get_batch
@@ -281,7 +280,7 @@ def test_cli_ingest_stopped_says_how_far_it_got(
         yield store.ingest(next(iter(batches)))
         raise stop
 
-    monkeypatch.setattr(pool_cli, "ingest_batches", first_batch_then_stopped)
+    monkeypatch.setattr(ingest_workers, "ingest_batches", first_batch_then_stopped)
     source = tmp_path / "points.jsonl"
     source.write_text("\n".join(json.dumps(point_json(f"p{i}")) for i in range(5)) + "\n")
     db = str(tmp_path / "pool.db")

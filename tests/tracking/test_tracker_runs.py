@@ -5,6 +5,7 @@ no entry twice."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import func, select, text
 from test_tracker import decision, execution
@@ -45,27 +46,34 @@ def test_every_batch_a_run_spills_goes_to_one_file_with_the_first_reason(tmp_pat
     assert tracker.spill_reason is not None and "routing_decisions" in tracker.spill_reason
 
 
-class _AckLost(AuditLog):
-    """An audit log whose first append commits, then fails as a lost acknowledgement would."""
+class _AckLost:
+    """The real store, except that its first write of records commits (with their audit
+    entries), then fails as a lost acknowledgement would."""
 
     failed = False
 
-    def append_many(self, items):  # type: ignore[no-untyped-def]
-        entries = super().append_many(items)
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def write_records(self, **records: Any) -> None:
+        self.store.write_records(**records)
         if not self.failed:
             self.failed = True
             raise ConnectionError("connection lost after the commit")
-        return entries
+
+    def ingest(self, points: Any, *, strict: bool) -> Any:
+        return self.store.ingest(points, strict=strict)
 
 
 def test_a_retried_audit_stage_appends_no_entry_twice(tmp_path: Path) -> None:
     with Store.open(f"sqlite:///{tmp_path / 'pool.db'}") as store:
-        audit = _AckLost(store.engine)
-        with Tracker(store, flush_interval_s=0.05, spill_dir=tmp_path, audit=audit) as tracker:
+        audit = AuditLog(store.engine)
+        sink = _AckLost(store)
+        with Tracker(sink, flush_interval_s=0.05, spill_dir=tmp_path, audit=audit) as tracker:
             for i in range(3):
                 tracker.record(decision(i))
         with store.engine.connect() as connection:
             entries = connection.execute(select(func.count()).select_from(audit_log)).scalar_one()
-    assert audit.failed and not tracker.spilled
+    assert sink.failed and not tracker.spilled
     assert entries == 3
     assert audit.verify().ok

@@ -69,6 +69,8 @@ _AUDITED_TABLES: tuple[tuple[str, str, Table], ...] = (
 GENESIS_HASH = "0" * 64
 APPEND_RETRIES = 5
 VERIFY_BATCH = 5000
+# The PostgreSQL advisory lock (transaction-scoped) an append holds from reading the head on.
+AUDIT_HEAD_LOCK = 0x61756469
 
 
 class AuditEntry(BaseModel):
@@ -245,11 +247,25 @@ class AuditLog:
         with self._lock:
             for attempt in range(APPEND_RETRIES):
                 try:
-                    return self._append_at_head(prepared)
+                    with self.engine.begin() as connection:
+                        return self._append_at_head(connection, prepared)
                 except IntegrityError:
                     if attempt == APPEND_RETRIES - 1:
                         raise
         raise AssertionError("unreachable")  # the loop returns or raises
+
+    def append_in(
+        self, connection: Connection, items: Iterable[tuple[str, str, Mapping[str, Any]]]
+    ) -> list[AuditEntry]:
+        """Append entries in order inside the caller's transaction on this log's database, so
+        that they commit together with what else it writes (the records they cover) or not at
+        all. Not retried here: a writer racing for the same sequence numbers fails the whole
+        transaction, which the caller retries."""
+        prepared = [_validated(kind, record_id, payload) for kind, record_id, payload in items]
+        if not prepared:
+            return []
+        with self._lock:
+            return self._append_at_head(connection, prepared)
 
     def recorded_ids(self, kind: str, record_ids: Collection[str]) -> set[str]:
         """Which of `record_ids` already have an entry of `kind`."""
@@ -282,37 +298,41 @@ class AuditLog:
             )
         return head or GENESIS_HASH
 
-    def _append_at_head(self, prepared: list[tuple[str, str, str]]) -> list[AuditEntry]:
-        with self.engine.begin() as connection:
-            head = connection.execute(
-                select(audit_log.c.seq, audit_log.c.entry_hash)
-                .order_by(audit_log.c.seq.desc())
-                .limit(1)
-            ).first()
-            seq, prev = (head.seq, head.entry_hash) if head is not None else (0, GENESIS_HASH)
-            now = datetime.now(UTC)
-            entries: list[AuditEntry] = []
-            if self.key is not None:
-                closing = seq + len(prepared) + 1
-                prepared = [*prepared, (CHECKPOINT, f"checkpoint-{closing}", "")]
-            for kind, record_id, payload in prepared:
-                seq += 1
-                if kind == CHECKPOINT and self.key is not None:
-                    payload = canonical_json({"mac": checkpoint_mac(self.key, seq, prev)})
-                digest = entry_hash(seq, kind, record_id, now, prev, payload)
-                entries.append(
-                    AuditEntry(
-                        seq=seq,
-                        kind=kind,
-                        record_id=record_id,
-                        payload=payload,
-                        prev_hash=prev,
-                        entry_hash=digest,
-                        created_at=now,
-                    )
+    def _append_at_head(
+        self, connection: Connection, prepared: list[tuple[str, str, str]]
+    ) -> list[AuditEntry]:
+        if connection.dialect.name == "postgresql":
+            # Writers queue for the head (until this transaction ends) rather than race for it.
+            connection.execute(select(func.pg_advisory_xact_lock(AUDIT_HEAD_LOCK)))
+        head = connection.execute(
+            select(audit_log.c.seq, audit_log.c.entry_hash)
+            .order_by(audit_log.c.seq.desc())
+            .limit(1)
+        ).first()
+        seq, prev = (head.seq, head.entry_hash) if head is not None else (0, GENESIS_HASH)
+        now = datetime.now(UTC)
+        entries: list[AuditEntry] = []
+        if self.key is not None:
+            closing = seq + len(prepared) + 1
+            prepared = [*prepared, (CHECKPOINT, f"checkpoint-{closing}", "")]
+        for kind, record_id, payload in prepared:
+            seq += 1
+            if kind == CHECKPOINT and self.key is not None:
+                payload = canonical_json({"mac": checkpoint_mac(self.key, seq, prev)})
+            digest = entry_hash(seq, kind, record_id, now, prev, payload)
+            entries.append(
+                AuditEntry(
+                    seq=seq,
+                    kind=kind,
+                    record_id=record_id,
+                    payload=payload,
+                    prev_hash=prev,
+                    entry_hash=digest,
+                    created_at=now,
                 )
-                prev = digest
-            connection.execute(insert(audit_log), [entry.model_dump() for entry in entries])
+            )
+            prev = digest
+        connection.execute(insert(audit_log), [entry.model_dump() for entry in entries])
         return [entry for entry in entries if entry.kind != CHECKPOINT]
 
     def verify(self, expect_head: str | None = None) -> AuditReport:

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, get_args
 
 import typer
-import yaml
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -47,13 +46,12 @@ from agent_agency.cli.routing import routing_app
 from agent_agency.cli.train import train
 from agent_agency.cli.validate import validate
 from agent_agency.cli.versions import with_agents, with_promoted
-from agent_agency.config import AgencyConfig, parse_config
-from agent_agency.pool.engine import shown_url
 from agent_agency.records import SplitChoice, utcnow
 from agent_agency.sandbox.unisolated import run_warning
 from agent_agency.sections import ConfigError
 
 if TYPE_CHECKING:
+    from agent_agency.config import AgencyConfig
     from agent_agency.runner import RunReport
 
 SPLITS: tuple[str, ...] = get_args(SplitChoice)
@@ -88,6 +86,8 @@ app.command()(bench)
 @config_app.command("show")
 def config_show(config: ConfigOption = None) -> None:
     """Print the effective configuration (defaults filled in) as YAML."""
+    import yaml
+
     effective = load_settings(config)
     typer.echo(yaml.safe_dump(effective.model_dump(mode="json"), sort_keys=False), nl=False)
 
@@ -132,6 +132,8 @@ def run(
     """Send a batch of tasks through the arbiter and record every decision, execution and grade."""
     from agent_agency.agents.base import BackendError
     from agent_agency.agents.registry import check_backend_setup
+    from agent_agency.config import parse_config
+    from agent_agency.pool.engine import shown_url
     from agent_agency.runner import RunRequest, execute_run, failing_judge_warning
 
     base = with_agents(load_settings(config, db), agent or [], "--agent")
@@ -364,6 +366,7 @@ def replay(
 ) -> None:
     """Store records a run could not write (spilled to agency-unwritten-*.jsonl) into the pool."""
     from agent_agency.caws.audit import AuditLog, audit_key
+    from agent_agency.pool.engine import shown_url
     from agent_agency.privacy.tenant_secret import load_tenant_secret
     from agent_agency.tracking.tracker import ReplayRefused, read_spill, replay_spill
 
@@ -431,6 +434,7 @@ def stats(
     Read from the database; model judges are compared with the verifiable graders where both ran.
     """
     from agent_agency.caws.judges import judge_agreement
+    from agent_agency.pool.engine import shown_url
     from agent_agency.pool.queries import get_evaluations, refused_tasks
 
     settings = load_settings(config, db)

@@ -7,9 +7,7 @@ import time
 from typing import Annotated
 
 import typer
-from sqlalchemy.exc import SQLAlchemyError
 
-from agent_agency.caws.audit import AuditLog, audit_key
 from agent_agency.cli.options import (
     CREATE_DATABASE_HINT,
     ConfigOption,
@@ -21,8 +19,6 @@ from agent_agency.cli.options import (
     require_database_file,
     url_label,
 )
-from agent_agency.pool.engine import database_has_table, make_engine, shown_url
-from agent_agency.privacy.tenant_secret import TenantSecretError, load_tenant_secret
 
 audit_app = typer.Typer()
 
@@ -47,6 +43,12 @@ def verify(
     config: ConfigOption = None,
 ) -> None:
     """Check the whole chain; exit 1 naming the first entry that was edited, deleted or moved."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from agent_agency.caws.audit import AuditLog, audit_key
+    from agent_agency.pool.engine import database_has_table, make_engine, shown_url
+    from agent_agency.privacy.tenant_secret import TenantSecretError, load_tenant_secret
+
     if expect_head is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", expect_head):
         raise fail(f"--expect-head: {expect_head!r} is not a SHA-256 hash (64 hex digits)")
     settings = load_settings(config, db)

@@ -13,7 +13,6 @@ from agent_agency.cli.options import (
     load_settings,
     url_label,
 )
-from agent_agency.pool.engine import shown_url
 
 db_app = typer.Typer(help="The pool's database: schema migrations.", no_args_is_help=True)
 
@@ -29,6 +28,7 @@ def upgrade(db: DbOption = None, config: ConfigOption = None) -> None:
     from alembic.util.exc import CommandError
     from sqlalchemy.exc import SQLAlchemyError
 
+    from agent_agency.pool.engine import shown_url
     from agent_agency.pool.migrate import SchemaMismatch
     from agent_agency.pool.migrate import upgrade as upgrade_schema
 

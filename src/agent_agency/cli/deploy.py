@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -19,9 +19,11 @@ from agent_agency.cli.options import (
     open_store,
 )
 from agent_agency.cli.versions import registry_of
-from agent_agency.config import AgencyConfig
-from agent_agency.deploy.registry import AgentVersion, UnknownVersion, VersionRegistry
-from agent_agency.pool.sql_store import SqlStore
+
+if TYPE_CHECKING:
+    from agent_agency.config import AgencyConfig
+    from agent_agency.deploy.registry import AgentVersion, VersionRegistry
+    from agent_agency.pool.sql_store import SqlStore
 
 deploy_app = typer.Typer()
 agents_app = typer.Typer()
@@ -37,6 +39,8 @@ def deploy() -> None:
 
 
 def _stored(registry: VersionRegistry, key: str) -> AgentVersion:
+    from agent_agency.deploy.registry import UnknownVersion
+
     if "@" not in key:
         raise fail(f"NAME@V: name a version (e.g. {key}@2), got {key!r}")
     try:

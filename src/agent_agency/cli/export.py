@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from pydantic import ValidationError
@@ -21,13 +21,11 @@ from agent_agency.cli.options import (
     open_store,
 )
 from agent_agency.records import error_reason
-from agent_agency.tasks.suites import TaskFileError
-from agent_agency.training.export import NEEDS_GRADER, ExportError, export_batch
-from agent_agency.training.feedback import NoAnswer, record_feedback
 from agent_agency.training.formats import FORMATS
-from agent_agency.training.selection import Selection
-from agent_agency.training.task_graders import task_graders
 from agent_agency.training_settings import PHASES
+
+if TYPE_CHECKING:
+    from agent_agency.training.selection import Selection
 
 
 def export(
@@ -76,6 +74,10 @@ def export(
     """Export a training batch of the pool's train split (never its held-out tasks) as the
     files a trainer reads, with `batch.json` describing it. Exporting the same selection again
     gives the same batch id."""
+    from agent_agency.tasks.suites import TaskFileError
+    from agent_agency.training.export import NEEDS_GRADER, ExportError, export_batch
+    from agent_agency.training.task_graders import task_graders
+
     chosen_format = one_of("--format", format_, FORMATS)
     chosen_phase = None if phase is None else one_of("--phase", phase, PHASES)
     selection = _selection(
@@ -124,6 +126,8 @@ def _selection(
     successes_only: bool,
     balance: bool,
 ) -> Selection:
+    from agent_agency.training.selection import Selection
+
     try:
         return Selection(
             since=_moment("--since", since),
@@ -162,6 +166,8 @@ def feedback(
 ) -> None:
     """Rate the latest answer to a task: a reward record (source: human) that exports use in
     place of the grader's score; a better answer makes a DPO preference pair."""
+    from agent_agency.training.feedback import NoAnswer, record_feedback
+
     if not 0.0 <= score <= 1.0:
         raise fail(f"--score: {score} is outside 0..1")
     answer = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -19,9 +19,10 @@ from agent_agency.cli.options import (
     open_store,
 )
 from agent_agency.jobs.periods import JOB_KINDS, last_finished, period_of
-from agent_agency.jobs.run import JobResult, PeriodNotOver, run_job
-from agent_agency.pool.queries import simulated_label
 from agent_agency.records import utcnow
+
+if TYPE_CHECKING:
+    from agent_agency.jobs.run import JobResult
 
 jobs_app = typer.Typer()
 
@@ -54,6 +55,8 @@ def run(
 ) -> None:
     """Run the daily or weekly job once for a finished period (UTC). Running a period again
     does nothing new and says so: its stored result is shown."""
+    from agent_agency.jobs.run import PeriodNotOver, run_job
+
     chosen = one_of("KIND", kind, JOB_KINDS)
     now = utcnow()
     if period is None:
@@ -81,6 +84,8 @@ def run(
 
 
 def _print(result: JobResult) -> None:
+    from agent_agency.pool.queries import simulated_label
+
     period = result.period
     console.print(
         f"{result.run_id}: {period.start:%Y-%m-%d} to {period.end:%Y-%m-%d} (UTC, end excluded), "

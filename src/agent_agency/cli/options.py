@@ -20,16 +20,12 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 import typer
 from pydantic import ValidationError
 from rich.console import Console
-from sqlalchemy.exc import ArgumentError
 from typer.core import TyperGroup
 
-from agent_agency.config import AgencyConfig, load_config
-from agent_agency.db_errors import database_error_reason, is_locked
-from agent_agency.pool.engine import database_url, shown_url, unwritable_reason
-from agent_agency.pool.settings import check_database_url
 from agent_agency.sections import ConfigError
 
 if TYPE_CHECKING:
+    from agent_agency.config import AgencyConfig
     from agent_agency.pool.sql_store import SqlStore
 
 console = Console()
@@ -223,6 +219,10 @@ def command_for(db: str | None, command: str) -> str:
     URL's password hidden (the command is printed, and may end up in a log)."""
     if db is None:
         return command
+    from sqlalchemy.exc import ArgumentError
+
+    from agent_agency.pool.engine import shown_url
+
     shown = db
     if "://" in db:
         with suppress(ArgumentError):
@@ -276,11 +276,16 @@ class AgencyGroup(TyperGroup):
         sys.exit(outcome if isinstance(outcome, int) else 0)  # an int: the code of an Exit
 
     def invoke(self, ctx: Any) -> Any:  # a click context of the click Typer bundles
-        from sqlalchemy.exc import SQLAlchemyError
-
         try:
             return super().invoke(ctx)
-        except SQLAlchemyError as error:
+        except Exception as error:
+            # Only a command that loaded SQLAlchemy meets its errors: one that did not (`--help`)
+            # is spared the import.
+            errors = sys.modules.get("sqlalchemy.exc")
+            if errors is None or not isinstance(error, errors.SQLAlchemyError):
+                raise
+            from agent_agency.db_errors import database_error_reason, is_locked
+
             # One line, never a traceback: SQLAlchemy's message holds the statement and its
             # parameters, which are stored payloads (prompts, answers).
             reason = database_error_reason(error, _database_url.get())
@@ -334,6 +339,10 @@ def _param_name(param: Any) -> str:
 
 def load_settings(config: Path | None, db: str | None = None) -> AgencyConfig:
     """The effective settings, with --db applied; a bad file exits 2 naming file and field."""
+    from agent_agency.config import load_config
+    from agent_agency.pool.engine import database_url
+    from agent_agency.pool.settings import check_database_url
+
     _url_label.set("storage.url" if db is None else "--db")
     _database_url.set(None)
     try:
@@ -378,8 +387,10 @@ def open_store(
     its first write. Such a command loads the tenant secret first: a secret file that cannot be
     used exits 2 before the database is touched."""
     from alembic.util.exc import CommandError
-    from sqlalchemy.exc import SQLAlchemyError
+    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
+    from agent_agency.db_errors import database_error_reason
+    from agent_agency.pool.engine import shown_url, unwritable_reason
     from agent_agency.pool.migrate import SchemaMismatch
     from agent_agency.pool.store import NoPool, Store
     from agent_agency.privacy.tenant_secret import TenantSecretError, load_tenant_secret
@@ -445,6 +456,8 @@ def input_path(path: Path) -> Path:
 def require_database_file(url: str) -> None:
     """Exit 2 naming the file when `url` is a SQLite database whose file does not exist (a
     command that only reads it leaves it uncreated)."""
+    from agent_agency.pool.engine import shown_url
+
     missing = missing_sqlite_file(url)
     if missing is not None:
         raise fail(
@@ -456,6 +469,9 @@ def require_database_file(url: str) -> None:
 def cannot_open(url: str, error: Exception) -> typer.Exit:
     """The error for a database that failed to connect or migrate: its URL (password hidden) and
     the driver's first line, or that another process keeps it locked."""
+    from agent_agency.db_errors import database_error_reason
+    from agent_agency.pool.engine import shown_url
+
     reason = database_error_reason(error, url)
     if isinstance(error, ImportError):
         reason = f"its database driver is not installed ({reason})"

@@ -13,13 +13,12 @@ from contextlib import closing
 from datetime import timedelta
 from itertools import chain
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.progress import Progress, TaskID
 from rich.table import Table
-from sqlalchemy import select
 
 from agent_agency.cli.options import (
     ConfigOption,
@@ -34,30 +33,22 @@ from agent_agency.cli.options import (
 )
 from agent_agency.data_point import DataPoint
 from agent_agency.jsonl import json_not_lines
-from agent_agency.pool import schema
-from agent_agency.pool.ingest_workers import (
+from agent_agency.pool.groups import AGGREGATES
+from agent_agency.pool.jsonl_batches import LineBatch, count_lines, read_batches
+from agent_agency.pool.worker_count import (
     AUTO_MAX_WORKERS,
     AUTO_MIN_POINTS,
     auto_workers,
-    ingest_batches,
     usable_cores,
 )
-from agent_agency.pool.jsonl_batches import LineBatch, count_lines, read_batches
-from agent_agency.pool.prepare import IngestReport
-from agent_agency.pool.queries import (
-    AGGREGATES,
-    CollectionMetrics,
-    collection_metrics,
-    get_system_statistics,
-    simulated_agents,
-    simulated_label,
-    simulation_banner,
-)
-from agent_agency.pool.sql_store import SqlStore
-from agent_agency.pool.tiers import CompactReport
-from agent_agency.pool.tiers import compact as compact_tiers
 from agent_agency.records import to_utc
 from agent_agency.storable_text import storable
+
+if TYPE_CHECKING:
+    from agent_agency.pool.prepare import IngestReport
+    from agent_agency.pool.queries import CollectionMetrics
+    from agent_agency.pool.sql_store import SqlStore
+    from agent_agency.pool.tiers import CompactReport
 
 pool_app = typer.Typer(help="The benchmark data pool: statistics, quarantine, tiers, ingest.")
 console = Console()
@@ -107,6 +98,14 @@ def stats(
     The cold tier does not keep complexity: the complexity distribution and
     `--by complexity` cover the hot and warm tiers only.
     """
+    from agent_agency.pool.queries import (
+        collection_metrics,
+        get_system_statistics,
+        simulated_agents,
+        simulated_label,
+        simulation_banner,
+    )
+
     aggregate = one_of("--by", by, AGGREGATES)
     window = timedelta(days=days) if days else None
     with _open(config, db) as store:
@@ -193,6 +192,10 @@ def quarantine(
     ] = None,
 ) -> None:
     """Rejected data points with every reason they were rejected."""
+    from sqlalchemy import select
+
+    from agent_agency.pool import schema
+
     table_def = schema.quarantine
     if show is not None and not show.strip():
         raise typer.BadParameter("--show: expected a point id or the start of an entry id")
@@ -264,6 +267,8 @@ def compact(
 
     Tier ages come from config (`pool.hot_days`, `pool.warm_days`, `pool.cold_days`).
     """
+    from agent_agency.pool.tiers import compact as compact_tiers
+
     with (
         # it writes: a database another process keeps locked is found before any work
         _open(config, db, writes=True) as store,
@@ -368,6 +373,8 @@ def ingest(
     running the command again resumes it. The exit status is 1 when the input had lines but
     none was stored (every one quarantined or unreadable), 0 when some were.
     """
+    from agent_agency.pool.ingest_workers import ingest_batches
+
     from_stdin = str(path) == "-"
     source = "stdin" if from_stdin else str(path)
     total_lines = None if from_stdin else _lines_of(path)

@@ -15,9 +15,6 @@ from agent_agency.cli.options import (
     load_settings,
     open_store,
 )
-from agent_agency.pool.engine import shown_url
-from agent_agency.report.data import gather
-from agent_agency.report.render import render
 
 
 def report(
@@ -30,6 +27,10 @@ def report(
     """Write one HTML file (no server, nothing loaded from the network) with plots: held-out
     quality per version with intervals, routing share per version over time, reward
     distributions, rollout and rollback history, data health and the latest trends."""
+    from agent_agency.pool.engine import shown_url
+    from agent_agency.report.data import gather
+    from agent_agency.report.render import render
+
     settings = load_settings(config, db)
     with open_store(settings, create=False, writes=False) as store:
         page = render(gather(store, shown_url(settings.storage.url)))

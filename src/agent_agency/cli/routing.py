@@ -6,24 +6,12 @@ import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from decimal import ROUND_FLOOR, Decimal
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
-from sqlalchemy import select
-from sqlalchemy.engine import Engine
 
-from agent_agency.arbiter.ope import (
-    RELIABLE_EFFECTIVE_SAMPLE_SIZE,
-    REWARD_RANGE,
-    SIMULATED_COVERAGE,
-    Estimate,
-    LoggedOutcome,
-    PolicyEvaluation,
-    ReplayedStrategy,
-    evaluate_policy,
-)
 from agent_agency.cli.options import (
     ConfigOption,
     DbOption,
@@ -32,11 +20,17 @@ from agent_agency.cli.options import (
     one_of,
     open_store,
 )
-from agent_agency.pool.engine import shown_url
-from agent_agency.pool.outcomes import final_evaluations, final_quality
-from agent_agency.pool.queries import simulated_agents, simulated_label, simulation_banner
-from agent_agency.pool.schema import executions, routing_decisions
 from agent_agency.records import RoutingDecision, RoutingStrategy
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from agent_agency.arbiter.ope import (
+        Estimate,
+        LoggedOutcome,
+        PolicyEvaluation,
+        ReplayedStrategy,
+    )
 
 routing_app = typer.Typer(help="Routing: evaluate strategies off-policy on logged decisions.")
 
@@ -72,6 +66,12 @@ def read_logged_outcomes(engine: Engine) -> LoggedOutcomes:
     otherwise it is unfinished and left out. A decision logged with propensity 0 cannot be
     reweighted and is left out too.
     """
+    from sqlalchemy import select
+
+    from agent_agency.arbiter.ope import LoggedOutcome
+    from agent_agency.pool.outcomes import final_evaluations, final_quality
+    from agent_agency.pool.schema import executions, routing_decisions
+
     with engine.connect() as connection:
         decisions = [
             RoutingDecision.model_validate(row.payload)
@@ -148,6 +148,8 @@ def _value(estimate: Estimate) -> str:
 
 def clipped_notes(rows: list[tuple[str, Estimate]]) -> list[str]:
     """One line per estimate the table shows clipped, with its value before clipping."""
+    from agent_agency.arbiter.ope import REWARD_RANGE
+
     low, high = REWARD_RANGE
     return [
         f"{CLIPPED_MARK} {label}: {estimate.clipped_from:.3f} before clipping to the reward range "
@@ -178,6 +180,8 @@ def _decisions(number: int) -> str:
 
 def evaluation_warnings(result: PolicyEvaluation, n: int) -> list[str]:
     """A warning when the log is too small for the 95% intervals to hold 95% of the time."""
+    from agent_agency.arbiter.ope import RELIABLE_EFFECTIVE_SAMPLE_SIZE, SIMULATED_COVERAGE
+
     ess = result.effective_sample_size
     estimates = (result.ips, result.snips, result.doubly_robust)
     if n and not any(estimate.has_interval for estimate in estimates):
@@ -205,6 +209,8 @@ def left_out_notes(left_out: Counter[str]) -> list[str]:
 def nothing_to_evaluate(url: str, left_out: Counter[str], points_only: bool, db: str | None) -> str:
     """What `evaluate` says where no logged decision has an outcome to evaluate on: nothing to
     report yet, as `agency stats` says of a database without executions, not an error."""
+    from agent_agency.pool.engine import shown_url
+
     said = f"No logged decisions with outcomes in {shown_url(url)}"
     if left_out:
         return f"{said}; {'; '.join(left_out_notes(left_out))}."
@@ -246,6 +252,9 @@ def evaluate(
     config: ConfigOption = None,
 ) -> None:
     """Estimate how POLICY would have done on the logged decisions (IPS, SNIPS, DR, 95% CI)."""
+    from agent_agency.arbiter.ope import ReplayedStrategy, evaluate_policy
+    from agent_agency.pool.queries import simulated_agents, simulated_label, simulation_banner
+
     strategy = RoutingStrategy(one_of("--policy", policy, STRATEGIES))
     settings = load_settings(config, db)
     console = Console()

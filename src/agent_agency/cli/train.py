@@ -32,11 +32,10 @@ from agent_agency.cli.options import (
     sigterm_raises,
 )
 from agent_agency.cli.versions import registry_of, split_tasks
-from agent_agency.config import AgencyConfig
-from agent_agency.pool.engine import shown_url
 from agent_agency.records import Split, new_id
 
 if TYPE_CHECKING:
+    from agent_agency.config import AgencyConfig
     from agent_agency.training.phase_runs import PhaseRun
     from agent_agency.version_training import LoraPhase, LoraRunSettings, Stage
 
@@ -152,6 +151,7 @@ def _train_prompt(
     from agent_agency.agents.base import BackendError
     from agent_agency.agents.registry import check_backend_setup
     from agent_agency.deploy.registry import Lineage, UnknownVersion, resolve
+    from agent_agency.pool.engine import shown_url
     from agent_agency.training.prompt_optimization import (
         PromptSearchSettings,
         ThinPool,

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent_agency.cli.options import fail, missing_sqlite_file, open_store
-from agent_agency.config import AgencyConfig
-from agent_agency.deploy.registry import UnknownVersion, VersionRegistry, with_stored_versions
-from agent_agency.pool.engine import shown_url
-from agent_agency.pool.sql_store import SqlStore
 from agent_agency.records import Split, Task
+
+if TYPE_CHECKING:
+    from agent_agency.config import AgencyConfig
+    from agent_agency.deploy.registry import VersionRegistry
+    from agent_agency.pool.sql_store import SqlStore
 
 
 def registry_of(store: SqlStore, settings: AgencyConfig) -> VersionRegistry:
     """The store's version registry, the configured agents seeded into it (version 1)."""
+    from agent_agency.deploy.registry import VersionRegistry
+
     registry = VersionRegistry(store.engine)
     registry.seed(settings.agents)
     return registry
@@ -25,6 +29,9 @@ def with_agents(settings: AgencyConfig, names: Sequence[str], option: str) -> Ag
     """`settings` able to run every agent `names` names: configured ones as they are, stored
     versions (`name@N` made by `agency train`) read from the database and added. Exit 2 naming
     `option` for a name neither configured nor stored."""
+    from agent_agency.deploy.registry import UnknownVersion, with_stored_versions
+    from agent_agency.pool.engine import shown_url
+
     unknown = [name for name in names if not _configured(settings, name)]
     if not unknown or missing_sqlite_file(settings.storage.url) is not None:
         # nothing to look up, or no database that could hold versions (none is created): the
@@ -44,6 +51,7 @@ def with_promoted(settings: AgencyConfig) -> AgencyConfig:
     say what is wrong with it."""
     from sqlalchemy.exc import SQLAlchemyError
 
+    from agent_agency.deploy.registry import VersionRegistry
     from agent_agency.deploy.team import with_promoted_versions
     from agent_agency.pool.migrate import SchemaMismatch
     from agent_agency.pool.store import NoPool, Store

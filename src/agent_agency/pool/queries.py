@@ -9,7 +9,7 @@ import functools
 import secrets
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Literal, get_args
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Connection, Engine, Select, bindparam, case, func, select, true
@@ -18,15 +18,13 @@ from sqlalchemy.sql.elements import ColumnElement
 from agent_agency.data_point import DataPoint
 from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer
+from agent_agency.pool.groups import AGGREGATES, AggregateBy
 from agent_agency.pool.prepare import prepare_batch
 from agent_agency.pool.settings import PoolSettings
 from agent_agency.pool.sql_store import SqlStore
 from agent_agency.pool.store import check_points
 from agent_agency.pool.validation import RawPoint
 from agent_agency.records import Evaluation, to_utc, utcnow
-
-AggregateBy = Literal["agent", "task_type", "complexity", "day"]
-AGGREGATES: tuple[AggregateBy, ...] = get_args(AggregateBy)
 
 
 class GroupStatistics(BaseModel):

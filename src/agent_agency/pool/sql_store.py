@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import date, datetime
 from pathlib import Path
 
-from sqlalchemy import ColumnElement, Engine, func, select, true
+from sqlalchemy import ColumnElement, Connection, Engine, func, select, true
 
 from agent_agency.data_point import DataPoint
 from agent_agency.pool import arm_totals, schema
@@ -146,6 +146,7 @@ class SqlStore(Store):
         evaluations: Sequence[Evaluation] = (),
         spans: Sequence[Span] = (),
         refusals: Sequence[RoutingRefusal] = (),
+        then: Callable[[Connection], object] | None = None,
     ) -> None:
         with self._engine.begin() as connection:
             insert_all(connection, schema.routing_decisions, [decision_row(d) for d in decisions])
@@ -157,14 +158,15 @@ class SqlStore(Store):
                 connection, schema.evaluations, [evaluation_row(e) for e in evaluations]
             )
             insert_all(connection, schema.spans, [span_row(s) for s in spans])
-            if not (new_executions or new_evaluations):
-                return  # nothing the per-arm aggregates count
-            increments = arm_totals.arm_increments(
-                connection,
-                list({e.id: e for e in executions if e.id in new_executions}.values()),
-                list({e.id: e for e in evaluations if e.id in new_evaluations}.values()),
-            )
-            arm_totals.add_to_aggregates(connection, increments)
+            if new_executions or new_evaluations:  # else nothing the per-arm aggregates count
+                increments = arm_totals.arm_increments(
+                    connection,
+                    list({e.id: e for e in executions if e.id in new_executions}.values()),
+                    list({e.id: e for e in evaluations if e.id in new_evaluations}.values()),
+                )
+                arm_totals.add_to_aggregates(connection, increments)
+            if then is not None:
+                then(connection)
 
     def ingest(self, points: Sequence[RawPoint], *, strict: bool = True) -> IngestReport:
         """The contract's `ingest`. Many batches of JSON text can be prepared in worker

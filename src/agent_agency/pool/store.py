@@ -10,7 +10,7 @@ contract: the tracker, the arbiter and the exporters only use what is declared h
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING
@@ -26,6 +26,8 @@ from agent_agency.privacy.tenant_secret import load_tenant_secret
 from agent_agency.records import Evaluation, Execution, RoutingDecision, RoutingRefusal, Span, Split
 
 if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
     from agent_agency.pool.sql_store import SqlStore
 
 StoredRecord = RoutingDecision | RoutingRefusal | Execution | Evaluation | Span | DataPoint
@@ -147,8 +149,12 @@ class Store(ABC):
         evaluations: Sequence[Evaluation] = (),
         spans: Sequence[Span] = (),
         refusals: Sequence[RoutingRefusal] = (),
+        then: Callable[[Connection], object] | None = None,
     ) -> None:
         """Store records in one transaction; ids already stored are ignored (idempotent).
+        `then` is called with that transaction's connection after the records are written, so
+        that what it writes (their audit entries) commits with them or, when it raises, neither
+        does.
 
         Each newly stored execution counts once in the arms' running totals (`task_aggregates`):
         its own success flag, and the quality of its final evaluation (`pool.outcomes`), 0.0

@@ -6,11 +6,12 @@ caller never waits milliseconds for the GIL the writer holds.
 The arbiter calls `record_*` on its hot path; those only enqueue. A daemon thread drains the queue
 into the pool in batches (one transaction per batch) every `flush_interval_s` or `batch_size`
 records, appending routing decisions, refusals and evaluations to the audit trail when one is
-given. `flush()` blocks until everything recorded before it is written; `close()` flushes and
-stops the thread. A batch the store refuses is retried; if it still fails, the records whose
-stages are still due are spilled to its JSONL file (in `spill_dir`, else the temp directory) so
-that nothing recorded is lost; `agency replay FILE` stores them later, skipping what the pool
-already holds.
+given, in the records' transaction: a batch's records and their audit entries are stored together
+or not at all (a writer killed between the two would leave records no entry covers). `flush()`
+blocks until everything recorded before it is written; `close()` flushes and stops the thread. A
+batch the store refuses is retried; if it still fails, the records whose stages are still due are
+spilled to its JSONL file (in `spill_dir`, else the temp directory) so that nothing recorded is
+lost; `agency replay FILE` stores them later, skipping what the pool already holds.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
@@ -43,6 +44,9 @@ from agent_agency.records import (
 )
 from agent_agency.tracking import switch_interval
 
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
 log = logging.getLogger(__name__)
 
 
@@ -50,7 +54,10 @@ class AuditSink(Protocol):
     """The hash-chained audit trail, which says which records it holds;
     `agent_agency.caws.audit.AuditLog` satisfies it."""
 
-    def append_many(self, items: Iterable[tuple[str, str, Mapping[str, Any]]]) -> Any: ...
+    def append_in(
+        self, connection: Connection, items: Iterable[tuple[str, str, Mapping[str, Any]]]
+    ) -> Any:
+        """Append inside the transaction of `connection` (the records' own)."""
 
     def recorded_ids(self, kind: str, record_ids: Collection[str]) -> set[str]: ...
 
@@ -66,7 +73,10 @@ class RecordSink(Protocol):
         evaluations: Sequence[Evaluation] = (),
         spans: Sequence[Span] = (),
         refusals: Sequence[RoutingRefusal] = (),
-    ) -> None: ...
+        then: Callable[[Connection], object] | None = None,
+    ) -> None:
+        """Store the records in one transaction, and call `then` with its connection before it
+        commits."""
 
     def ingest(self, points: Sequence[DataPoint], *, strict: bool) -> Any:
         """With `strict=False`: points failing validation are quarantined, not raised."""
@@ -109,14 +119,18 @@ class _Batch:
             + len(self.points)
         )
 
-    def write_records(self, sink: RecordSink) -> None:
-        """Store the batch's records (not its data points) in `sink`."""
+    def write_records(
+        self, sink: RecordSink, then: Callable[[Connection], object] | None = None
+    ) -> None:
+        """Store the batch's records (not its data points) in `sink`, calling `then` in their
+        transaction."""
         sink.write_records(
             decisions=self.decisions,
             executions=self.executions,
             evaluations=self.evaluations,
             spans=self.spans,
             refusals=self.refusals,
+            then=then,
         )
 
     def pending(self) -> list[tuple[Record, list[str]]]:
@@ -298,21 +312,21 @@ class Tracker:
                 return
 
     def _write(self, batch: _Batch) -> None:
-        """Write, audit, then ingest; a retry skips the stages already done, so a failure in a
-        later stage never writes an audit entry twice."""
+        """Write the records with their audit entries (one transaction), then ingest; a retry
+        skips the stages already done, so a failure in a later stage never writes an audit entry
+        twice."""
         if not batch:
             return
-        stages: list[tuple[str, Callable[[], None]]] = [
-            ("records", lambda: batch.write_records(self._sink)),
-            ("audit", lambda: self._append_audit(batch, retried=attempt > 1)),
-            ("points", lambda: self._ingest(batch)),
+        stages: list[tuple[tuple[str, ...], Callable[[], None]]] = [
+            (("records", "audit"), lambda: self._write_audited(batch, retried=attempt > 1)),
+            (("points",), lambda: self._ingest(batch)),
         ]
         for attempt in range(1, self._retries + 1):
             try:
-                for name, stage in stages:
-                    if name not in batch.stages_done:
+                for names, stage in stages:
+                    if not batch.stages_done.issuperset(names):
                         stage()
-                        batch.stages_done.add(name)
+                        batch.stages_done.update(names)
                 self.written += len(batch)
                 return
             except Exception as error:  # the writer must survive any sink failure
@@ -323,16 +337,19 @@ class Tracker:
             self.spill_reason = self.last_write_error
         self._spill(batch)
 
-    def _append_audit(self, batch: _Batch, *, retried: bool) -> None:
-        """Append the batch's audit entries. A retry first leaves out those already there: a
-        connection lost after the server committed, before it said so, looks like a failure."""
-        if self._audit is None:
+    def _write_audited(self, batch: _Batch, *, retried: bool) -> None:
+        """Store the batch's records and append their audit entries in one transaction. A retry
+        first leaves out the entries already there: a connection lost after the server
+        committed, before it said so, looks like a failure."""
+        audit = self._audit
+        if audit is None:
+            batch.write_records(self._sink)
             return
         items = batch.audit_items()
         if retried:
-            done = _audited_ids(self._audit, items)
+            done = _audited_ids(audit, items)
             items = [item for item in items if item[1] not in done]
-        self._audit.append_many(items)
+        batch.write_records(self._sink, then=lambda connection: audit.append_in(connection, items))
 
     def _ingest(self, batch: _Batch) -> None:
         if batch.points:
@@ -425,9 +442,9 @@ def replay_spill(
     entries: Sequence[SpilledEntry], sink: ReplaySink, audit: AuditSink
 ) -> ReplayReport:
     """Store what a tracker spilled (read by `read_spill`), each record only for the stages
-    still due, in the tracker's order (records, audit, points). A stage already done in this
-    pool (the record or its audit entry is there) is skipped, so replaying a file again stores
-    nothing twice."""
+    still due, in the tracker's order (records and audit entries in one transaction, then
+    points). A stage already done in this pool (the record or its audit entry is there) is
+    skipped, so replaying a file again stores nothing twice."""
     # A data point has its execution's id: each stage keeps the ids it holds apart.
     records = [e.record for e in entries if not isinstance(e.record, DataPoint)]
     done: dict[str, set[str]] = {
@@ -487,11 +504,12 @@ def _first_few(ids: Collection[str], shown: int = 3) -> str:
 def _store_due(
     due: Mapping[str, Sequence[SpilledEntry]], sink: ReplaySink, audit: AuditSink
 ) -> IngestCounts | None:
-    """Store the records due at each stage; what became of the points (None when none were)."""
-    batch = _batch_of(entry.record for entry in due["records"])
-    batch.write_records(sink)
-    if due["audit"]:
-        audit.append_many(_batch_of(entry.record for entry in due["audit"]).audit_items())
+    """Store the records due at each stage, those due to be audited with their audit entries in
+    one transaction; what became of the points (None when none were)."""
+    items = _batch_of(entry.record for entry in due["audit"]).audit_items()
+    _batch_of(entry.record for entry in due["records"]).write_records(
+        sink, then=lambda connection: audit.append_in(connection, items)
+    )
     # The JSON object as spilled, not the record read leniently from it: ingest's strict type
     # gates quarantine "true" for a boolean as `agency pool ingest` does.
     points: list[DataPoint | Mapping[str, Any]] = [
