@@ -86,9 +86,10 @@ def with_lora(model: Any, config: TrainingConfig) -> tuple[Any, LoraConfig | Non
 
     parent = Path(config.parent_adapter)
     for field, value in lora_shape(parent).items():
-        if getattr(config, field) != value:
+        given = getattr(config, field)
+        if (tuple(sorted(given)) if field == "target_modules" else given) != value:
             raise ValueError(
-                f"{field}: {getattr(config, field)!r} differs from the LoRA it trains further "
+                f"{field}: {given!r} differs from the LoRA it trains further "
                 f"({value!r} in parent_adapter {parent})"
             )
     return PeftModel.from_pretrained(model, str(parent), is_trainable=True), None
