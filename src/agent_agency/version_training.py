@@ -5,7 +5,9 @@ phase's batch from the pool's train split (anonymized points, checked against th
 prerequisites under the training profile; held-out tasks never), trains a LoRA on it with the
 phase's trainer, converts the adapter for llama.cpp and registers `name@N+1` as a candidate whose
 spec names the adapter, with its lineage: the phase, run id, data batch and point ids, training
-config and metrics. A stopped run resumes from its last checkpoint when called again with the
+config and metrics. A parent that already carries an adapter has its LoRA trained further (from
+the PEFT weights its run kept), so `sft` then `grpo` gives one adapter over the same base GGUF,
+the one llama.cpp serves. A stopped run resumes from its last checkpoint when called again with the
 same arguments (`phase_runs`).
 """
 
@@ -63,8 +65,8 @@ class LoraRunSettings(BaseModel):
 
 
 class NotTrainable(ValueError):
-    """The agent cannot carry a trained adapter (it is not on the local backend, or already
-    has one)."""
+    """The agent cannot carry a trained adapter (it is not on the local backend), or its
+    adapter cannot be trained further (the PEFT weights it was converted from are gone)."""
 
 
 class TrainingStopped(RuntimeError):
@@ -87,11 +89,6 @@ def adapter_base(spec: AgentSpec) -> Path | None:
             f"agent {spec.key}: a trained adapter needs a local GGUF base model (the embedded "
             f"model or a .gguf file, backend local); {spec.key} runs on backend {spec.backend!r}"
         )
-    if spec.adapter is not None:
-        raise NotTrainable(
-            f"agent {spec.key} already carries an adapter ({spec.adapter}); training on top of "
-            "one is not supported: train from a version without an adapter"
-        )
     if spec.model == EMBEDDED_MODEL:
         return None
     path = Path(spec.model).expanduser()
@@ -100,10 +97,32 @@ def adapter_base(spec: AgentSpec) -> Path | None:
     return path.resolve()
 
 
+def parent_lora(spec: AgentSpec) -> Path | None:
+    """The PEFT adapter a LoRA trained from `spec` starts from: the one `spec.adapter` was
+    converted from, kept by its training run (None: `spec` has no adapter, the LoRA is new).
+    `NotTrainable`, naming the missing file, when only the GGUF is left."""
+    if spec.adapter is None:
+        return None
+    from agent_agency.training.lora_gguf import ADAPTER_CONFIG, ADAPTER_WEIGHTS
+    from agent_agency.training.phase_runs import peft_adapter_of
+
+    directory = peft_adapter_of(Path(spec.adapter).expanduser())
+    for name in (ADAPTER_CONFIG, ADAPTER_WEIGHTS):
+        if not (directory / name).is_file():
+            raise NotTrainable(
+                f"agent {spec.key} carries the adapter {spec.adapter}; training goes on from the "
+                f"PEFT weights it was converted from, and {directory / name} is missing (a GGUF "
+                "adapter alone cannot be trained further: train from a version without an "
+                "adapter, or restore its training run's directory)"
+            )
+    return directory.resolve()
+
+
 def check_can_train(spec: AgentSpec, device: Device) -> None:
     """Everything that would stop `spec` from being trained on `device`, checked before the pool
     is read: `NotTrainable`, `TrainExtraMissing`, or a ValueError for a GPU that is not there."""
     adapter_base(spec)
+    parent_lora(spec)
     require_train_extra()
     trains_on_cpu(device)
 
@@ -136,12 +155,13 @@ def train_version(
     registry.get(parent.key)  # a trained version needs a stored parent
     base = adapter_base(parent)
     check_can_train(parent, options.device)
+    continued = parent_lora(parent)
     started = time.perf_counter()
     report = on_stage or (lambda _stage, _run: None)
     run = open_phase_run(settings.training.runs_dir, parent.key, phase, restart=options.restart)
     report("export", run)
     try:
-        config = _config(phase, run, base, options)
+        config = _config(phase, run, base, continued, options)
         rows, point_ids = _batch(run, store, settings, phase, suite_files)
     except (ValueError, OSError):  # ExportError included: the pool does not meet the phase
         run.abandon()
@@ -217,8 +237,14 @@ def _batch(
 
 
 def _config(
-    phase: LoraPhase, run: PhaseRun, base: Path | None, options: LoraRunSettings
+    phase: LoraPhase,
+    run: PhaseRun,
+    base: Path | None,
+    continued: Path | None,
+    options: LoraRunSettings,
 ) -> TrainingConfig:
+    """The trainer's config; training `continued` further, it has that LoRA's rank, alpha,
+    dropout and target modules."""
     given = {
         name: value
         for name, value in (
@@ -237,6 +263,10 @@ def _config(
         "save_steps": options.save_steps,
         **given,
     }
+    if continued is not None:
+        from agent_agency.training.lora_gguf import lora_shape
+
+        common |= {"parent_adapter": str(continued), **lora_shape(continued)}
     try:
         if phase == "sft":
             return SFTTrainingConfig(**common)

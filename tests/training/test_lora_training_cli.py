@@ -13,15 +13,18 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from tiny_llama import requires_train_extra
 from typer.testing import CliRunner
 
 from agent_agency.cli.app import app
 from agent_agency.config import load_config
-from agent_agency.deploy.registry import VersionRegistry
+from agent_agency.deploy.registry import AgentVersion, Lineage, VersionRegistry
 from agent_agency.pool.store import Store
 from agent_agency.records import Split
+from agent_agency.training.lora_gguf import ADAPTER_WEIGHTS
+from agent_agency.training.phase_runs import peft_adapter_of
 from agent_agency.version_training import LoraRunSettings, TrainingStopped, train_version
 
 pytestmark = requires_train_extra
@@ -250,3 +253,117 @@ def test_the_loop_trains_a_lora_version_and_validates_it(workdir: Path) -> None:
         version = registry.get("tiny@2")
     assert version.spec.adapter is not None and Path(version.spec.adapter).is_file()
     assert version.lineage.phase == "sft" and version.lineage.run_id.endswith("-1")
+
+
+def _version(workdir: Path, key: str) -> AgentVersion:
+    store, registry = _pool(workdir)
+    with store:
+        return registry.get(key)
+
+
+def _lora_weights(version: AgentVersion) -> dict[str, np.ndarray]:
+    """The PEFT weights `version`'s adapter was converted from."""
+    from safetensors.numpy import load_file
+
+    assert version.spec.adapter is not None
+    return load_file(str(peft_adapter_of(Path(version.spec.adapter)) / ADAPTER_WEIGHTS))
+
+
+def _assert_trained_further(parent: AgentVersion, child: AgentVersion) -> None:
+    """`child`'s run started from `parent`'s trained LoRA: each lora_B, all zeros in a new LoRA,
+    is still close to the parent's (the parent's run used a learning rate 50× and more the
+    child's), and the child's lineage names the parent's PEFT adapter; the base is unchanged."""
+    assert child.parent == parent.key and child.spec.model == parent.spec.model
+    assert parent.spec.adapter is not None and child.spec.adapter is not None
+    assert child.spec.adapter != parent.spec.adapter and Path(child.spec.adapter).is_file()
+    assert child.lineage.config["parent_adapter"] == str(
+        peft_adapter_of(Path(parent.spec.adapter)).resolve()
+    )
+    before, after = _lora_weights(parent), _lora_weights(child)
+    assert sorted(before) == sorted(after)
+    halves_b = [key for key in before if "lora_B" in key]
+    assert halves_b
+    for key in halves_b:
+        scale = float(np.linalg.norm(before[key]))
+        assert scale > 0, key  # the parent's LoRA was trained
+        assert float(np.linalg.norm(after[key] - before[key])) < 0.25 * scale, key
+
+
+@pytest.mark.timeout(900)
+def test_a_trained_version_is_trained_further_into_one_adapter_that_runs(workdir: Path) -> None:
+    """`sft` → tiny@2, then `sft` from tiny@2 → tiny@3: the second run trains tiny@2's LoRA on
+    (not a new one), the result is still one GGUF adapter over the unchanged base, and
+    llama.cpp serves it."""
+    code, output = _invoke(
+        "train", "--phase", "sft", "--agent", "tiny", "--steps", "2", "--learning-rate", "1e-2"
+    )
+    assert code == 0 and "Registered tiny@2" in output, output
+    code, output = _invoke(
+        "train", "--phase", "sft", "--agent", "tiny@2", "--steps", "2", "--learning-rate", "1e-4"
+    )
+    assert code == 0 and "Registered tiny@3" in output and "parent tiny@2" in output, output
+
+    two, three = _version(workdir, "tiny@2"), _version(workdir, "tiny@3")
+    _assert_trained_further(two, three)
+    changed = [
+        key
+        for key, tensor in _lora_weights(three).items()
+        if not np.array_equal(tensor, _lora_weights(two)[key])
+    ]
+    assert changed  # the second run did train
+    assert Path(three.spec.adapter or "").read_bytes() != Path(two.spec.adapter or "").read_bytes()
+    assert three.lineage.metrics["steps"] == 2
+
+    code, output = _invoke("run", "--agent", "tiny@3", "--tasks", "2", "--json", "three.json")
+    assert code == 0, output
+    assert json.loads((workdir / "three.json").read_text())["agents"] == ["tiny@3"]
+
+
+@pytest.mark.timeout(900)
+def test_a_loop_cycle_trains_the_active_adapter_version_further(workdir: Path) -> None:
+    """A loop's cycle trains from the agent's active version; when that version carries an
+    adapter (as in cycle 2 once cycle 1's version was promoted), GRPO trains its LoRA further."""
+    code, output = _invoke(
+        "train", "--phase", "sft", "--agent", "tiny", "--steps", "2", "--learning-rate", "1e-2"
+    )
+    assert code == 0, output
+    code, output = _invoke("deploy", "promote", "tiny@2")
+    assert code == 0, output
+    code, output = _invoke(
+        "loop", "--phase", "grpo", "--agent", "tiny", "--cycles", "1",
+        "--collect-tasks", "2", "--heldout-tasks", "2", "--canary-tasks", "2",
+    )  # fmt: skip
+    assert code == 0, output
+    assert "grpo: LoRA" in output and "tiny@3" in output
+    three = _version(workdir, "tiny@3")
+    assert three.lineage.phase == "grpo" and three.lineage.run_id.endswith("-1")
+    _assert_trained_further(_version(workdir, "tiny@2"), three)
+
+
+def test_an_adapter_without_its_peft_weights_cannot_be_trained_further(workdir: Path) -> None:
+    """Only the GGUF of an adapter is left (no PEFT weights beside it): exit 2 naming the
+    missing file, no run started, no version made."""
+    settings = load_config(workdir / "agency.yaml")
+    lone = workdir / "elsewhere" / "adapter.gguf"
+    lone.parent.mkdir()
+    lone.write_bytes(b"GGUF")
+    store, registry = _pool(workdir)
+    with store:
+        registry.seed(settings.agents)
+        parent = registry.get("tiny@1")
+        registry.register(
+            parent.spec.model_copy(update={"adapter": str(lone)}),
+            parent=parent.key,
+            lineage=Lineage(phase="sft"),
+        )
+
+    code, output = _invoke("train", "--phase", "sft", "--agent", "tiny@2")
+    assert code == 2
+    missing = lone.parent / "trainer" / "adapter" / "adapter_config.json"
+    assert "--agent: agent tiny@2 carries the adapter" in output
+    assert str(missing) in output
+    assert "cannot be trained further" in output
+    assert not (workdir / "runs").exists() or not list((workdir / "runs").iterdir())
+    store, registry = _pool(workdir)
+    with store:
+        assert [version.key for version in registry.list("tiny")] == ["tiny@1", "tiny@2"]

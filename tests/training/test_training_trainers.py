@@ -89,6 +89,35 @@ def test_sft_trains_reports_progress_and_saves_a_lora_adapter(
     ]
 
 
+def test_a_run_trains_a_parent_adapter_further_given_its_lora_shape(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """`parent_adapter`: the run starts from that LoRA (lora_B, zero in a new one, stays near
+    the parent's) and saves one LoRA of its shape; a config of another shape is refused."""
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    first = train_sft(
+        _sft(tiny_model_dir, tmp_path / "first", lora_r=4, learning_rate=1e-2), SFT_ROWS
+    )
+    parent = str(first.adapter_dir)
+    with pytest.raises(ValueError, match=r"^lora_r: 8 differs from the LoRA it trains further"):
+        train_sft(_sft(tiny_model_dir, tmp_path / "refused", parent_adapter=parent), SFT_ROWS)
+
+    config = _sft(
+        tiny_model_dir, tmp_path / "second", parent_adapter=parent, lora_r=4, learning_rate=1e-4
+    )
+    second = train_sft(config, SFT_ROWS)
+    assert json.loads((second.adapter_dir / "adapter_config.json").read_text())["r"] == 4
+    before = load_file(str(first.adapter_dir / "adapter_model.safetensors"))
+    after = load_file(str(second.adapter_dir / "adapter_model.safetensors"))
+    assert sorted(before) == sorted(after)
+    assert any(not np.array_equal(before[key], after[key]) for key in before)
+    for key in (key for key in before if "lora_B" in key):
+        scale = float(np.linalg.norm(before[key]))
+        assert scale > 0 and float(np.linalg.norm(after[key] - before[key])) < 0.25 * scale, key
+
+
 def test_an_interrupted_run_resumes_from_its_checkpoint_and_refuses_another_config(
     tiny_model_dir: Path, tmp_path: Path
 ) -> None:

@@ -106,8 +106,9 @@ def train(
     `--phase prompt` searches for a better system prompt and few-shot demonstrations, scored by
     the task graders on train-split tasks only (docs/versions.md). `--phase sft` (the pool's
     successful answers) and `--phase grpo` (the task graders as rewards) train a LoRA adapter
-    of the agent's local model (docs/training.md); a stopped run resumes when the same command
-    runs again.
+    of the agent's local model (docs/training.md), or train further the one a version already
+    carries (say `--phase grpo --agent NAME@N` after an SFT version), still one adapter over the
+    same base; a stopped run resumes when the same command runs again.
     """
     phase = one_of("--phase", phase, PHASES)
     settings = load_settings(config, db)

@@ -127,6 +127,7 @@ def check_lora(phase: str) -> Callable[[TrainRequest], Readiness]:
         from agent_agency.training.export import ExportError, plan_batch
         from agent_agency.training.extra import TrainExtraMissing
         from agent_agency.training.selection import Selection
+        from agent_agency.training.task_graders import task_graders
         from agent_agency.version_training import EXPORT_FORMAT, NotTrainable, check_can_train
 
         try:
@@ -136,6 +137,8 @@ def check_lora(phase: str) -> Callable[[TrainRequest], Readiness]:
                 request.config.training,
                 format_=EXPORT_FORMAT[phase],  # type: ignore[arg-type]
                 selection=Selection(),
+                # GRPO's rows carry each task's grader, as `train_version` exports them.
+                graders=task_graders() if phase == "grpo" else None,
             )
         except (NotTrainable, TrainExtraMissing, ExportError, ValueError) as error:
             return Readiness(False, str(error))

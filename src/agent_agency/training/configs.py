@@ -33,6 +33,11 @@ class TrainingConfig:
         description="None: the embedded SmolLM2-135M-Instruct GGUF; else a .gguf file or a "
         "transformers model directory",
     )
+    parent_adapter: str | None = Field(
+        default=None,
+        description="a PEFT LoRA adapter directory to train further (the LoRA fields must be "
+        "its own: `lora_gguf.lora_shape`); None: a new LoRA",
+    )
     max_steps: int = Field(default=30, gt=0)
     learning_rate: float = Field(default=2e-4, gt=0)
     batch_size: int = Field(default=4, gt=0, description="examples (GRPO: completions) per step")

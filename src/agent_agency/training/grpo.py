@@ -71,9 +71,10 @@ def train_grpo(
     progress: ProgressCallback | None = None,
     stop: StopRequested | None = None,
 ) -> TrainingResult:
-    """Train a LoRA on `rows` with `GRPOTrainer`, the rewards summed per completion, resuming
-    from the last checkpoint of the same run in `config.output_dir`. `stop` is asked after each
-    step: True saves a checkpoint there and ends the run (`stopped`)."""
+    """Train a LoRA (new, or `config.parent_adapter` further) on `rows` with `GRPOTrainer`, the
+    rewards summed per completion, resuming from the last checkpoint of the same run in
+    `config.output_dir`. `stop` is asked after each step: True saves a checkpoint there and ends
+    the run (`stopped`)."""
     started = time.perf_counter()
     examples = grpo_examples(rows)
     identity = {**run_identity(config), "rewards": reward_names(rewards)}
@@ -90,7 +91,8 @@ def train_grpo(
     from trl.trainer.grpo_config import GRPOConfig
     from trl.trainer.grpo_trainer import GRPOTrainer
 
-    model, tokenizer = load_base_model(source)
+    base, tokenizer = load_base_model(source)
+    model, peft_config = session.with_lora(base, config)
     grpo_arguments = GRPOConfig(
         **arguments,
         num_generations=config.num_generations,
@@ -105,7 +107,7 @@ def train_grpo(
         args=grpo_arguments,
         train_dataset=Dataset.from_list(examples),
         processing_class=tokenizer,
-        peft_config=session.lora_config(config),
+        peft_config=peft_config,
     )
     session.attach_callbacks(trainer, progress, stop)
     return session.train_to_end(trainer, config, run_dir, resume_from, started)

@@ -125,6 +125,24 @@ def convert_lora_to_gguf(
     return out
 
 
+def lora_shape(adapter_dir: Path) -> dict[str, Any]:
+    """The PEFT adapter's LoRA as `TrainingConfig` fields (`lora_r`, `lora_alpha`, `lora_dropout`,
+    `target_modules`): a run that trains it further has these, whatever its defaults."""
+    config = _lora_config(adapter_dir)
+    modules = config.get("target_modules")
+    if not isinstance(modules, list) or not modules:
+        raise AdapterConversionError(
+            f"{adapter_dir / ADAPTER_CONFIG}: target_modules must be a list of module names, "
+            f"not {modules!r}"
+        )
+    return {
+        "lora_r": int(config["r"]),
+        "lora_alpha": config["lora_alpha"],
+        "lora_dropout": float(config.get("lora_dropout", 0.0)),
+        "target_modules": tuple(sorted(str(module) for module in modules)),
+    }
+
+
 def _lora_config(adapter_dir: Path) -> dict[str, Any]:
     path = adapter_dir / ADAPTER_CONFIG
     if not path.is_file() or not (adapter_dir / ADAPTER_WEIGHTS).is_file():

@@ -1,8 +1,10 @@
 """Where `agency train --phase sft|grpo` keeps a run, and which run a rerun resumes.
 
 Each run has a directory `runs_dir/<run id>/`: `run.json` (its parent, phase, data batch and
-time spent), `data/` (the exported batch), `trainer/` (the trainer's checkpoints) and, once it
-is done, `adapter.gguf`, the file the trained version names. While a run of a parent's phase is
+time spent), `data/` (the exported batch), `trainer/` (the trainer's checkpoints and, once it
+is done, the PEFT adapter in `trainer/adapter/`) and `adapter.gguf`, that adapter converted: the
+file the trained version names. A run training on from that version starts from the PEFT
+adapter kept beside it (`peft_adapter_of`). While a run of a parent's phase is
 unfinished, `runs_dir/<parent>.<phase>.active` holds its id: the same command run again resumes
 it. Registering the version ends the run (the marker goes, the directory stays: the version
 runs with its adapter).
@@ -17,8 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from agent_agency.records import new_id
+from agent_agency.training.run_dir import RunDirectory
 
 RUN_RECORD = "run.json"
+TRAINER_DIR = "trainer"
+ADAPTER_FILE = "adapter.gguf"
 
 
 @dataclass
@@ -37,11 +42,11 @@ class PhaseRun:
 
     @property
     def trainer_dir(self) -> Path:
-        return self.path / "trainer"
+        return self.path / TRAINER_DIR
 
     @property
     def adapter_file(self) -> Path:
-        return self.path / "adapter.gguf"
+        return self.path / ADAPTER_FILE
 
     def record(self) -> dict[str, Any]:
         try:
@@ -66,6 +71,12 @@ class PhaseRun:
         if not self.resumed:
             shutil.rmtree(self.path, ignore_errors=True)
             self.marker.unlink(missing_ok=True)
+
+
+def peft_adapter_of(adapter_file: Path) -> Path:
+    """The PEFT adapter directory (safetensors) the run that wrote `adapter_file`, its
+    `adapter.gguf`, converted: llama.cpp serves the GGUF, training goes on from this one."""
+    return RunDirectory(adapter_file.parent / TRAINER_DIR).adapter_dir
 
 
 def open_phase_run(runs_dir: Path, parent_key: str, phase: str, *, restart: bool) -> PhaseRun:

@@ -1,5 +1,6 @@
 """What the SFT and GRPO trainers share once the `train` extra is imported: the device, the
-arguments common to both TRL configs, the LoRA, progress reports and running to the end.
+arguments common to both TRL configs, the LoRA (new, or a parent's trained further), progress
+reports and running to the end.
 
 Imported only by the trainers' entry points, after `prepare_training_imports`.
 """
@@ -67,14 +68,31 @@ def common_arguments(config: TrainingConfig, *, show_tqdm: bool) -> dict[str, An
     }
 
 
-def lora_config(config: TrainingConfig) -> LoraConfig:
-    return LoraConfig(
-        r=config.lora_r,
-        lora_alpha=config.lora_alpha,
-        lora_dropout=config.lora_dropout,
-        target_modules=list(config.target_modules),
-        task_type="CAUSAL_LM",
-    )
+def with_lora(model: Any, config: TrainingConfig) -> tuple[Any, LoraConfig | None]:
+    """`(model, peft_config)` for a TRL trainer: the base and a new LoRA for the trainer to add,
+    or the base with `config.parent_adapter` loaded trainable (no new LoRA), so the run trains
+    that adapter further and its result is still one LoRA over the unchanged base."""
+    if config.parent_adapter is None:
+        return model, LoraConfig(
+            r=config.lora_r,
+            lora_alpha=config.lora_alpha,
+            lora_dropout=config.lora_dropout,
+            target_modules=list(config.target_modules),
+            task_type="CAUSAL_LM",
+        )
+    from peft import PeftModel
+
+    from agent_agency.training.lora_gguf import lora_shape
+
+    parent = Path(config.parent_adapter)
+    for field, value in lora_shape(parent).items():
+        given = getattr(config, field)
+        if (tuple(sorted(given)) if field == "target_modules" else given) != value:
+            raise ValueError(
+                f"{field}: {given!r} differs from the LoRA it trains further "
+                f"({value!r} in parent_adapter {parent})"
+            )
+    return PeftModel.from_pretrained(model, str(parent), is_trainable=True), None
 
 
 class ProgressReporter(TrainerCallback):

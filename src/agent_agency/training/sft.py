@@ -85,9 +85,10 @@ def train_sft(
     progress: ProgressCallback | None = None,
     stop: StopRequested | None = None,
 ) -> TrainingResult:
-    """Train a LoRA on `rows` with `SFTTrainer`, resuming from the last checkpoint of the same
-    run in `config.output_dir`; the adapter is saved in PEFT format under `adapter/`. `stop` is
-    asked after each step: True saves a checkpoint there and ends the run (`stopped`)."""
+    """Train a LoRA (new, or `config.parent_adapter` further) on `rows` with `SFTTrainer`,
+    resuming from the last checkpoint of the same run in `config.output_dir`; the adapter is
+    saved in PEFT format under `adapter/`. `stop` is asked after each step: True saves a
+    checkpoint there and ends the run (`stopped`)."""
     started = time.perf_counter()
     examples = sft_examples(rows)
     prepare_training_imports()
@@ -103,7 +104,8 @@ def train_sft(
     from trl.trainer.sft_config import SFTConfig
     from trl.trainer.sft_trainer import SFTTrainer
 
-    model, tokenizer = load_base_model(source)
+    base, tokenizer = load_base_model(source)
+    model, peft_config = session.with_lora(base, config)
     trainer = SFTTrainer(
         model=model,
         args=SFTConfig(
@@ -113,7 +115,7 @@ def train_sft(
         ),
         train_dataset=Dataset.from_list(examples),
         processing_class=tokenizer,
-        peft_config=session.lora_config(config),
+        peft_config=peft_config,
     )
     session.attach_callbacks(trainer, progress, stop)
     return session.train_to_end(trainer, config, run_dir, resume_from, started)
