@@ -25,7 +25,8 @@ _SQLITE = sqlite.dialect(json_serializer=serialize_json)  # as `make_engine` con
 def _datetime_text(process: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """SQLAlchemy's SQLite DATETIME bind processor with a fast path for a datetime (the same
     text: '%Y-%m-%d %H:%M:%S.%f' of its wall-clock fields, the offset dropped), which it builds
-    with a %-format of seven attributes several times slower, for every row."""
+    with a %-format of seven attributes for every row (measured: 2.4 → 2.2 µs to bind a span's
+    row)."""
 
     def bound(value: Any) -> Any:
         if type(value) is datetime:
