@@ -11,6 +11,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from agent_agency.pool import schema
 from agent_agency.pool.engine import RawJson
+from agent_agency.pool.postgres_rows import PostgresRows
+from agent_agency.pool.postgres_rows import serves as postgres_rows_serve
 from agent_agency.pool.sqlite_rows import SqliteRows
 from agent_agency.records import (
     Evaluation,
@@ -115,20 +117,33 @@ def span_row(span: Span) -> dict[str, Any]:
 
 
 def insert_new(connection: Connection, table: Table, rows: list[dict[str, Any]]) -> set[str]:
-    """Insert rows whose id is not stored yet, in one executemany; the ids actually inserted."""
+    """Insert rows whose id is not stored yet, in one statement (`PostgresRows`) on
+    PostgreSQL through psycopg, one executemany elsewhere; the ids actually inserted."""
     if not rows:
         return set()
+    if postgres_rows_serve(connection):
+        return {row[0] for row in postgres_rows(table).insert(connection, rows, returning=True)}
     statement = dialect_insert(connection, table).on_conflict_do_nothing(index_elements=["id"])
     result = connection.execute(statement.returning(table.c.id), rows)
     return {row[0] for row in result}
 
 
 _SQLITE_ROWS: dict[str, SqliteRows] = {}
+_POSTGRES_ROWS: dict[str, PostgresRows] = {}
+
+
+def postgres_rows(table: Table) -> PostgresRows:
+    """The `PostgresRows` of `table`, built once."""
+    bound = _POSTGRES_ROWS.get(table.name)
+    if bound is None:
+        bound = _POSTGRES_ROWS[table.name] = PostgresRows(table)
+    return bound
 
 
 def insert_all(connection: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
     """Insert rows whose id is not stored yet, when which ones were is not needed: on SQLite
-    one DBAPI executemany (`SqliteRows`), elsewhere one executemany without RETURNING."""
+    one DBAPI executemany (`SqliteRows`), on PostgreSQL one statement (`PostgresRows`),
+    elsewhere one executemany without RETURNING."""
     if not rows:
         return
     if connection.dialect.name == "sqlite":
@@ -136,6 +151,9 @@ def insert_all(connection: Connection, table: Table, rows: list[dict[str, Any]])
         if bound is None:
             bound = _SQLITE_ROWS[table.name] = SqliteRows(table)
         bound.insert(connection, bound.parameters(rows))
+        return
+    if postgres_rows_serve(connection):
+        postgres_rows(table).insert(connection, rows)
         return
     statement = dialect_insert(connection, table).on_conflict_do_nothing(index_elements=["id"])
     connection.execute(statement, rows)

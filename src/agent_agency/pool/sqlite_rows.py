@@ -10,15 +10,37 @@ what a SQLAlchemy insert stores) into positional parameters, and inserts them wi
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Table
+from sqlalchemy import Connection, DateTime, Table
 from sqlalchemy.dialects import sqlite
 
 from agent_agency.pool.engine import serialize_json
 
 _SQLITE = sqlite.dialect(json_serializer=serialize_json)  # as `make_engine` configures SQLite
+
+
+def _datetime_text(process: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """SQLAlchemy's SQLite DATETIME bind processor with a fast path for a datetime (the same
+    text: '%Y-%m-%d %H:%M:%S.%f' of its wall-clock fields, the offset dropped), which it builds
+    with a %-format of seven attributes for every row (measured: 2.4 → 2.2 µs to bind a span's
+    row)."""
+
+    def bound(value: Any) -> Any:
+        if type(value) is datetime:
+            return value.isoformat(" ", "microseconds")[:26]
+        return process(value)
+
+    return bound
+
+
+def _processor(column_type: Any) -> Callable[[Any], Any] | None:
+    process: Callable[[Any], Any] | None = column_type.dialect_impl(_SQLITE).bind_processor(_SQLITE)
+    if process is not None and isinstance(column_type, DateTime):
+        return _datetime_text(process)
+    return process
 
 
 class SqliteRows:
@@ -31,7 +53,7 @@ class SqliteRows:
         self._processors = [
             (index, processor)
             for index, column in enumerate(table.columns)
-            if (processor := column.type.dialect_impl(_SQLITE).bind_processor(_SQLITE)) is not None
+            if (processor := _processor(column.type)) is not None
         ]
         self._sql = (
             f"INSERT INTO {table.name} ({', '.join(columns)}) "

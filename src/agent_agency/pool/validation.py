@@ -370,8 +370,11 @@ _DIGIT_SHAPED = frozenset({"PHONE_NUMBER", "CREDIT_CARD", "US_SSN"})
 
 def identifier_entities(text: str) -> tuple[str, ...]:
     """The entity types the privacy gate holds against an id or a name (`identifying_fields`)."""
-    own = [entity for entity in pii_entities(text) if entity not in _DIGIT_SHAPED]
-    return tuple(sorted({*own, *checksum_entities(text)}))
+    found, checked = pii_entities(text), checksum_entities(text)
+    if not (found or checked):
+        return ()  # the common case (every unique id of a batch), without building a set
+    own = [entity for entity in found if entity not in _DIGIT_SHAPED]
+    return tuple(sorted({*own, *checked}))
 
 
 def string_reasons(point: DataPoint) -> list[str]:
