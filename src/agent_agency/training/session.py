@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -188,11 +189,14 @@ def train_to_end(
 ) -> TrainingResult:
     """Train (from `resume_from` if given), save the adapter, and report the run (a run asked to
     stop saves its checkpoint, not the adapter)."""
-    with cpu_threads(config):
+    with cpu_threads(config), warnings.catch_warnings():
+        # peft looks for a hub config beside a base model read from a local GGUF at every
+        # checkpoint; the vocabulary is the base's, so its warning only buries the progress bar
+        warnings.filterwarnings("ignore", "Could not find a config file", UserWarning)
         trainer.train(resume_from_checkpoint=None if resume_from is None else str(resume_from))
-    stopped = trainer.state.global_step < config.max_steps
-    if not stopped:
-        trainer.save_model(str(run_dir.adapter_dir))
+        stopped = trainer.state.global_step < config.max_steps
+        if not stopped:
+            trainer.save_model(str(run_dir.adapter_dir))
     history = trainer.state.log_history
     return TrainingResult(
         trainer=config.trainer,
