@@ -7,6 +7,7 @@ validation, so any stage can be used alone and records round-trip through JSON u
 
 from __future__ import annotations
 
+import functools
 import math
 import uuid
 from collections.abc import Callable, Iterator
@@ -339,10 +340,9 @@ class RoutingDecision(RoutingRequest):
         validated then. For the router, whose fields are validated already (the request's) or
         its own numbers: `explain` must depend only on values fixed at decision time."""
         values = dict(fields)
-        for name, field in cls.__pydantic_fields__.items():
-            if name not in values and name not in DEFERRED_FIELDS:
-                factory = field.default_factory
-                values[name] = field.default if factory is None else factory()  # type: ignore[call-arg]
+        for name, default, factory in _defaults(cls):
+            if name not in values:
+                values[name] = default if factory is None else factory()
         decision = cls.__new__(cls)
         object.__setattr__(decision, "__dict__", values)
         object.__setattr__(decision, "__pydantic_fields_set__", set(fields))
@@ -397,6 +397,18 @@ class RoutingDecision(RoutingRequest):
 
 
 DEFERRED_FIELDS = ("candidates", "primary_reason")
+
+
+@functools.cache
+def _defaults(
+    cls: type[RoutingDecision],
+) -> tuple[tuple[str, Any, Callable[[], Any] | None], ...]:
+    """(name, default, default factory) of each field of `cls` but the deferred ones."""
+    return tuple(
+        (name, field.default, field.default_factory)  # type: ignore[misc]
+        for name, field in cls.__pydantic_fields__.items()
+        if name not in DEFERRED_FIELDS
+    )
 
 
 class RoutingRefusal(RoutingRequest):
