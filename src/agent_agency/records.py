@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
-import uuid
+import os
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -32,8 +32,11 @@ from agent_agency.storable_text import storable, storable_json, unstorable_at
 
 
 def new_id() -> str:
-    """A fresh record id (UUID4 hex)."""
-    return uuid.uuid4().hex
+    """A fresh record id (UUID4 hex): what `uuid.uuid4().hex` gives, without the UUID object."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40  # version 4
+    raw[8] = raw[8] & 0x3F | 0x80  # RFC 4122 variant
+    return raw.hex()
 
 
 def utcnow() -> datetime:
@@ -110,7 +113,31 @@ def _non_finite_at(value: dict[str, Any]) -> str | None:
     return None
 
 
+def _all_finite(value: dict[str, Any]) -> bool:
+    """Whether every number inside `value` is finite: `_non_finite_at` without the paths, for
+    the common case (every record's JSON object is checked when it is built)."""
+    containers: list[Any] = [value.values()]
+    isfinite = math.isfinite
+    while containers:
+        for item in containers.pop():
+            if type(item) in _NOT_NUMBERS:
+                continue
+            if isinstance(item, float):
+                if not isfinite(item):
+                    return False
+            elif isinstance(item, dict):
+                containers.append(item.values())
+            elif isinstance(item, list | tuple):
+                containers.append(item)
+    return True
+
+
+_NOT_NUMBERS = frozenset({str, int, bool, type(None)})
+
+
 def _finite_json(value: dict[str, Any]) -> dict[str, Any]:
+    if _all_finite(value):
+        return value
     found = _non_finite_at(value)
     if found is not None:
         raise ValueError(
