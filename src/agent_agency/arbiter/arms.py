@@ -2,10 +2,10 @@
 
 Per arm: its key, capabilities, max concurrency and whether it is enabled; per (arm, task type):
 observed evidence (n, successes, quality sum, quality² sum) and prior pseudo-evidence inherited
-from parent versions; per arm: a ridge model for the contextual strategies; per task type: the
-number of decisions made and a cache of posterior reward draws (`bandits.py`). Rows follow the
-configured order of the agents; adding an arm appends a row, removing one deletes its row, and
-the other arms' rows keep their values.
+from parent versions; per arm: a ridge model for the contextual strategies (outcomes are folded
+into it when it is next read); per task type: the number of decisions made and a cache of
+posterior reward draws (`bandits.py`). Rows follow the configured order of the agents; adding an
+arm appends a row, removing one deletes its row, and the other arms' rows keep their values.
 
 `ArmTable` implements the `ArmSource` that strategies read through `Candidates`.
 """

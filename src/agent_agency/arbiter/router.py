@@ -97,6 +97,7 @@ class Router:
         # routed to); forgotten when an arm comes or goes, as rows then move.
         self._load_keys: tuple[str, ...] = ()
         self._load_rows: IndexArray | None = None
+        self._load_every_arm = False  # those agents are every arm, in order
         self._strategies: dict[str, Strategy] = {}
         for name in dict.fromkeys([self._strategy_name, *settings.per_task_type.values()]):
             self._strategy(name)
@@ -344,9 +345,8 @@ class Router:
         )
 
     def _load(self, in_flight: Mapping[str, int] | None) -> FloatArray:
-        load = np.zeros(len(self._arms.keys))
         if not in_flight:
-            return load
+            return np.zeros(len(self._arms.keys))
         keys = tuple(in_flight)
         if keys != self._load_keys:  # callers pass the same agents in the same order each time
             try:
@@ -356,12 +356,16 @@ class Router:
             except KeyError:
                 found = None
             self._load_keys, self._load_rows = keys, found
+            self._load_every_arm = keys == tuple(self._arms.keys)
         rows = self._load_rows
         try:
             counts = np.fromiter(in_flight.values(), np.float64, len(keys))
             checked = rows is not None and counts.min() >= 0
         except (TypeError, ValueError):
             checked = False
+        if checked and self._load_every_arm:
+            return counts
+        load = np.zeros(len(self._arms.keys))
         if not checked:
             kept_rows, kept = [], []
             for key, count in in_flight.items():  # the first bad entry, in the caller's order
