@@ -221,10 +221,11 @@ class Router:
         enabled = arms.enabled
         capable = covers & enabled if self._any_disabled else covers
         # count_nonzero: a fifth of the cost of .any() on a hundred arms
-        if not np.count_nonzero(capable) and np.count_nonzero(enabled):
+        any_capable = bool(np.count_nonzero(capable))
+        if not any_capable and np.count_nonzero(enabled):
             wanted = ", ".join(request.requirements)
             factors.append(f"No agent declares every requirement ({wanted}); considered all agents")
-            capable = enabled
+            capable, any_capable = enabled, True
         disabled = self._disabled()
         eligible = capable
         excluded = [row for key in exclude if (row := self._live_row(key, "exclude")) is not None]
@@ -235,7 +236,7 @@ class Router:
             eligible = capable.copy()  # `capable` may be the arms' own mask: never edited
             eligible[[*excluded, *held]] = False
             eligible[[arms.index[key] for key in blocked]] = False
-        if not np.count_nonzero(eligible):
+        if not (any_capable if eligible is capable else np.count_nonzero(eligible)):
             raise NoAgentAvailable(
                 explain.refusal(
                     request,
@@ -261,11 +262,13 @@ class Router:
             lightest = share[eligible].min()
             available = eligible & (share == lightest)
             factors.append("Every candidate is at max concurrency; chose among the least loaded")
-        elif len(full := (eligible & ~available).nonzero()[0]):
-            factors.append(f"At max concurrency: {explain.names_at(arms.keys, full)}")
-        rows = available.nonzero()[0]
-        # load >= 0, so the score is <= 1; np.maximum is much cheaper than np.clip on 100 values.
-        load_score = np.maximum(1.0 - share[rows], 0.0)
+            rows = available.nonzero()[0]
+            load_score = np.maximum(1.0 - share[rows], 0.0)
+        else:
+            if len(full := (eligible ^ available).nonzero()[0]):  # available is within eligible
+                factors.append(f"At max concurrency: {explain.names_at(arms.keys, full)}")
+            rows = available.nonzero()[0]
+            load_score = 1.0 - share[rows]  # in (0, 1]: every share here is in [0, 1)
         every_arm = len(rows) == len(arms.keys)  # rows are sorted and distinct
         candidates = self._candidates(request, t, rows, load_score, every_arm)
         choice = choose(name, self._strategy(name), candidates)
