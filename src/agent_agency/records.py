@@ -7,9 +7,10 @@ validation, so any stage can be used alone and records round-trip through JSON u
 
 from __future__ import annotations
 
+import functools
 import json
 import math
-import uuid
+import os
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -32,8 +33,11 @@ from agent_agency.storable_text import storable, storable_json, unstorable_at
 
 
 def new_id() -> str:
-    """A fresh record id (UUID4 hex)."""
-    return uuid.uuid4().hex
+    """A fresh record id (UUID4 hex): what `uuid.uuid4().hex` gives, without the UUID object."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40  # version 4
+    raw[8] = raw[8] & 0x3F | 0x80  # RFC 4122 variant
+    return raw.hex()
 
 
 def utcnow() -> datetime:
@@ -110,7 +114,31 @@ def _non_finite_at(value: dict[str, Any]) -> str | None:
     return None
 
 
+def _all_finite(value: dict[str, Any]) -> bool:
+    """Whether every number inside `value` is finite: `_non_finite_at` without the paths, for
+    the common case (every record's JSON object is checked when it is built)."""
+    containers: list[Any] = [value.values()]
+    isfinite = math.isfinite
+    while containers:
+        for item in containers.pop():
+            if type(item) in _NOT_NUMBERS:
+                continue
+            if isinstance(item, float):
+                if not isfinite(item):
+                    return False
+            elif isinstance(item, dict):
+                containers.append(item.values())
+            elif isinstance(item, list | tuple):
+                containers.append(item)
+    return True
+
+
+_NOT_NUMBERS = frozenset({str, int, bool, type(None)})
+
+
 def _finite_json(value: dict[str, Any]) -> dict[str, Any]:
+    if _all_finite(value):
+        return value
     found = _non_finite_at(value)
     if found is not None:
         raise ValueError(
@@ -363,10 +391,9 @@ class RoutingDecision(RoutingRequest):
         validated then. For the router, whose fields are validated already (the request's) or
         its own numbers: `explain` must depend only on values fixed at decision time."""
         values = dict(fields)
-        for name, field in cls.__pydantic_fields__.items():
-            if name not in values and name not in DEFERRED_FIELDS:
-                factory = field.default_factory
-                values[name] = field.default if factory is None else factory()  # type: ignore[call-arg]
+        for name, default, factory in _defaults(cls):
+            if name not in values:
+                values[name] = default if factory is None else factory()
         decision = cls.__new__(cls)
         object.__setattr__(decision, "__dict__", values)
         object.__setattr__(decision, "__pydantic_fields_set__", set(fields))
@@ -421,6 +448,18 @@ class RoutingDecision(RoutingRequest):
 
 
 DEFERRED_FIELDS = ("candidates", "primary_reason")
+
+
+@functools.cache
+def _defaults(
+    cls: type[RoutingDecision],
+) -> tuple[tuple[str, Any, Callable[[], Any] | None], ...]:
+    """(name, default, default factory) of each field of `cls` but the deferred ones."""
+    return tuple(
+        (name, field.default, field.default_factory)  # type: ignore[misc]
+        for name, field in cls.__pydantic_fields__.items()
+        if name not in DEFERRED_FIELDS
+    )
 
 
 class RoutingRefusal(RoutingRequest):

@@ -213,3 +213,17 @@ def test_threads_sharing_a_router_lose_no_update() -> None:
             assert router._arms.evidence[..., N].sum() == 400
     finally:
         sys.setswitchinterval(previous)
+
+
+def test_the_same_in_flight_mapping_after_an_arm_goes_loads_the_right_agents() -> None:
+    router = Router(agents("a", "b", "c", limit=1), settings=settings())
+    in_flight = {"b@1": 1, "c@1": 0}  # b is full: never chosen
+    for _ in range(5):
+        assert router.decide(request(), in_flight=in_flight).selected_agent != "b@1"
+    router.remove_agent("a@1")  # b and c move up a row; the mapping is the same
+    for _ in range(20):
+        assert router.decide(request(), in_flight=in_flight).selected_agent == "c@1"
+    router.add_agent(AgentSpec(name="a", version="2", max_concurrency=1))
+    in_flight = {"b@1": 1, "c@1": 1}
+    for _ in range(5):
+        assert router.decide(request(), in_flight=in_flight).selected_agent == "a@2"

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from routing_helpers import agents, chosen, request, settings, task
 
 from agent_agency.agent_spec import AgentSpec
+from agent_agency.arbiter.bandits import LinearModels, reward
 from agent_agency.arbiter.breaker import BreakerState
 from agent_agency.arbiter.features import request_features, routing_request
 from agent_agency.arbiter.router import NoAgentAvailable, Router
@@ -519,3 +520,28 @@ def test_the_rationale_is_the_one_of_decision_time_whenever_it_is_read() -> None
     assigned = run(False)[-1]
     assigned.primary_reason = "set by hand"
     assert assigned.primary_reason == "set by hand" and len(assigned.candidates) == 3
+
+
+def test_every_outcome_learned_reaches_the_contextual_models_in_order() -> None:
+    """Outcomes are folded into the ridge models when these are next read (or after a bound on
+    the outcomes kept): the models then hold exactly what learning each at once gives."""
+    router = Router(agents("a", "b"), settings=settings(context_features=["size"]))
+    w = router.settings.quality_weight
+    expected = LinearModels(router.layout.dim, router.settings.linear_alpha)
+    expected.add_agent()
+    expected.add_agent()
+    rng = np.random.default_rng(3)
+    for i in range(2_500):  # beyond the bound, and read in between
+        asked = request(task_type=("code", "math")[i % 2], task_id=str(i)).model_copy(
+            update={"context": {"size": float(rng.integers(1, 1000)), "prompt_chars": 10.0}}
+        )
+        row = int(rng.integers(2))
+        success, quality = bool(rng.random() < 0.5), float(rng.random())
+        router.update(chosen(("a@1", "b@1")[row], asked), success=success, quality=quality)
+        expected.observe(row, request_features(asked, router.layout), reward(success, quality, w))
+        if i == 700:
+            router.decide(asked.model_copy(update={"task_id": "x"}))  # thompson: no model read
+            assert router.probabilities(asked, ["a@1", "b@1"], strategy="linucb").sum() == 1.0
+    models = router._arms.linear
+    assert np.array_equal(models.a, expected.a)
+    assert np.array_equal(models.b, expected.b)

@@ -100,6 +100,9 @@ def test_records_refuse_non_finite_floats_where_they_are_made() -> None:
         ToolCall(name="calc", arguments={"a": [math.inf]})
     with pytest.raises(ValidationError, match="attributes\n  Value error, x.y is not a finite"):
         Span(trace_id="t", kind=SpanKind.TASK, name="task", attributes={"x": {"y": math.nan}})
+    among_finite = {"a": 1, "b": "x", "c": [True, None, 0.5], "d": {"e": (1.0, -math.inf)}}
+    with pytest.raises(ValidationError, match="attributes\n  Value error, d.e.1 is not a finite"):
+        Span(trace_id="t", kind=SpanKind.TASK, name="task", attributes=among_finite)
 
 
 def test_arguments_nested_deeper_than_the_recursion_limit_are_checked() -> None:

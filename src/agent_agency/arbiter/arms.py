@@ -2,10 +2,10 @@
 
 Per arm: its key, capabilities, max concurrency and whether it is enabled; per (arm, task type):
 observed evidence (n, successes, quality sum, quality² sum) and prior pseudo-evidence inherited
-from parent versions; per arm: a ridge model for the contextual strategies; per task type: the
-number of decisions made and a cache of posterior reward draws (`bandits.py`). Rows follow the
-configured order of the agents; adding an arm appends a row, removing one deletes its row, and
-the other arms' rows keep their values.
+from parent versions; per arm: a ridge model for the contextual strategies (outcomes are folded
+into it when it is next read); per task type: the number of decisions made and a cache of
+posterior reward draws (`bandits.py`). Rows follow the configured order of the agents; adding an
+arm appends a row, removing one deletes its row, and the other arms' rows keep their values.
 
 `ArmTable` implements the `ArmSource` that strategies read through `Candidates`.
 """
@@ -20,6 +20,9 @@ import numpy as np
 from agent_agency.agent_spec import AgentSpec
 from agent_agency.arbiter.bandits import (
     EVIDENCE_FIELDS,
+    QUALITY_SQ_SUM,
+    QUALITY_SUM,
+    SUCCESSES,
     BoolArray,
     FloatArray,
     IndexArray,
@@ -28,8 +31,8 @@ from agent_agency.arbiter.bandits import (
     PosteriorDraws,
     reward,
 )
-from agent_agency.arbiter.features import FeatureLayout
-from agent_agency.records import Complexity
+from agent_agency.arbiter.features import FeatureLayout, context_features
+from agent_agency.records import Complexity, RoutingRequest
 
 if TYPE_CHECKING:
     from agent_agency.arbiter.settings import RoutingSettings
@@ -64,6 +67,9 @@ def _check_aggregate(row: ArmAggregate) -> None:
         raise ValueError(f"{where}: quality_sq_sum must be >= 0")
 
 
+_MAX_UNFOLDED = 1024
+
+
 class ArmTable:
     def __init__(
         self, settings: RoutingSettings, layout: FeatureLayout, rng: np.random.Generator
@@ -72,6 +78,8 @@ class ArmTable:
         self._draw_count = settings.propensity_draws
         self._layout = layout
         self._rng = rng
+        # Replaced, never changed in place, when an arm comes or goes: a decision's rationale
+        # keeps the list of its time without a copy.
         self.keys: list[str] = []
         self.index: dict[str, int] = {}
         self.capabilities: list[frozenset[str]] = []
@@ -81,7 +89,12 @@ class ArmTable:
         self.evidence = np.zeros((0, 0, EVIDENCE_FIELDS))
         self.prior = np.zeros((0, 0, EVIDENCE_FIELDS))
         self.decisions = np.zeros(0)
-        self.linear = LinearModels(layout.dim, settings.linear_alpha)
+        self._linear = LinearModels(layout.dim, settings.linear_alpha)
+        # Outcomes learned but not yet in the contextual models: (row, task type, complexity,
+        # requirement count, context, reward), folded in, in order, before the models are read
+        # or changed otherwise (`linear`), so an update of a router that does not route
+        # contextually costs no feature vector or matrix update.
+        self._unfolded: list[tuple[int, str, Complexity, int, dict[str, float], float]] = []
         self._capability_cache: dict[tuple[str, ...], tuple[BoolArray, FloatArray]] = {}
         # Per task type, `propensity_draws` posterior reward draws of every arm; an arm's column
         # is redrawn when it learns, and the row a decision played is drawn afresh (bandits.py).
@@ -94,6 +107,18 @@ class ArmTable:
     def quality_weight(self) -> float:
         return self._w
 
+    @property
+    def linear(self) -> LinearModels:
+        """The contextual models, with every outcome learned so far."""
+        self._fold()
+        return self._linear
+
+    def _fold(self) -> None:
+        unfolded, self._unfolded = self._unfolded, []
+        for row, task_type, complexity, requirements, context, gain in unfolded:
+            x = context_features(self._layout, task_type, complexity, requirements, context)
+            self._linear.observe(row, x, gain)
+
     # ----------------------------------------------------------------------------------------
     # Arms and task types
     # ----------------------------------------------------------------------------------------
@@ -102,7 +127,7 @@ class ArmTable:
         """A new, enabled arm; with a parent, its prior is weight × the parent's evidence+prior."""
         row = len(self.keys)
         self.index[spec.key] = row
-        self.keys.append(spec.key)
+        self.keys = [*self.keys, spec.key]
         self.capabilities.append(frozenset(spec.capabilities))
         self._capability_cache.clear()
         prior = np.zeros((1, self.evidence.shape[1], EVIDENCE_FIELDS))
@@ -118,7 +143,8 @@ class ArmTable:
 
     def remove(self, row: int) -> None:
         """Drop an arm with its evidence, prior, model and draws; later arms move up a row."""
-        key = self.keys.pop(row)
+        key = self.keys[row]
+        self.keys = self.keys[:row] + self.keys[row + 1 :]
         del self.capabilities[row]
         self.index = {k: i for i, k in enumerate(self.keys)}
         self._capability_cache.clear()
@@ -162,13 +188,28 @@ class ArmTable:
     # ----------------------------------------------------------------------------------------
 
     def observe(
-        self, row: int, column: int, features: FloatArray, *, success: bool, quality: float
+        self, row: int, column: int, request: RoutingRequest, *, success: bool, quality: float
     ) -> None:
-        self.evidence[row, column] += (1.0, float(success), quality, quality * quality)
-        self.linear.observe(row, features, reward(success, quality, self._w))
+        cell = self.evidence[row, column]
+        cell[N] += 1.0
+        cell[SUCCESSES] += float(success)
+        cell[QUALITY_SUM] += quality
+        cell[QUALITY_SQ_SUM] += quality * quality
+        self._unfolded.append(
+            (
+                row,
+                request.task_type,
+                request.complexity,
+                len(request.requirements),
+                dict(request.context),
+                reward(success, quality, self._w),
+            )
+        )
+        if len(self._unfolded) >= _MAX_UNFOLDED:
+            self._fold()  # bounded memory for a long-lived router that never reads the models
         cached = self._draws.get(column)
         if cached is not None:
-            cached.learn(row, self.evidence[row, column] + self.prior[row, column])
+            cached.learn(row, (cell + self.prior[row, column]).tolist())
 
     def advance(self, column: int, draw_row: int | None) -> None:
         """What a decision changes: one more decision of the type (ε decays with the count), and

@@ -25,6 +25,9 @@ probability with which each candidate is selected, so every strategy logs a prop
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 
@@ -103,14 +106,31 @@ class PosteriorDraws:
         return mixed
 
     def redraw_row(self, row: int) -> None:
-        """Replace draw `row` by a fresh draw of every arm."""
-        self.draws[row] = self._sample(self.alpha.shape, slice(None))
+        """Replace draw `row` by a fresh draw of every arm (`_sample`'s arithmetic in place)."""
+        rng, shape, w = self._rng, self.alpha.shape, self._w
+        success: FloatArray = rng.beta(self.alpha, self.beta, size=shape)
+        if w == 0.0:
+            self.draws[row] = success
+            return
+        quality = rng.standard_normal(shape)
+        quality *= self.sd
+        quality += self.mean
+        quality *= w
+        success *= 1.0 - w
+        np.add(success, quality, out=self.draws[row])
 
-    def learn(self, arm: int, evidence: FloatArray) -> None:
-        """`arm`'s evidence (4 values) is now `evidence`: new parameters, its column redrawn."""
-        alpha, beta, mean, sd = (float(value[0]) for value in _parameters(evidence[None]))
+    def learn(self, arm: int, evidence: Sequence[float]) -> None:
+        """`arm`'s evidence (n, successes, quality sum, quality² sum) is now `evidence`: new
+        parameters, its column redrawn."""
+        alpha, beta, mean, sd = _scalar_parameters(*evidence)
         self.alpha[arm], self.beta[arm], self.mean[arm], self.sd[arm] = alpha, beta, mean, sd
-        self.draws[:, arm] = self._sample(self.draws.shape[:1], arm)  # scalar parameters: fast
+        rng, shape = self._rng, self.draws.shape[:1]
+        success = rng.beta(alpha, beta, size=shape)  # scalar parameters: no per-element checks
+        if self._w == 0.0:
+            self.draws[:, arm] = success
+        else:
+            quality = mean + sd * rng.standard_normal(shape)
+            self.draws[:, arm] = (1.0 - self._w) * success + self._w * quality
 
     def add_arm(self, evidence: FloatArray) -> None:
         """A new last arm with `evidence` (4 values) and its column of fresh draws."""
@@ -138,12 +158,25 @@ def _parameters(evidence: FloatArray) -> tuple[FloatArray, FloatArray, FloatArra
     return successes + 1.0, beta, mean, sd
 
 
+def _scalar_parameters(
+    n: float, successes: float, total: float, squares: float
+) -> tuple[float, float, float, float]:
+    """`_parameters` of one arm in float arithmetic (numpy's per-call cost dwarfs 4 values)."""
+    deviation = max(squares - total * total / max(n, 1e-12), 0.0)
+    effective = n + 1.0
+    mean = (total + 0.5) / effective
+    sd = math.sqrt((deviation + 0.25) / effective) / math.sqrt(effective)
+    return successes + 1.0, max(n - successes, 0.0) + 1.0, mean, sd
+
+
 def columns(matrix: FloatArray, rows: IndexArray) -> FloatArray:
     """matrix[:, rows], without the copy when `rows` are every column in order."""
     n = matrix.shape[1]
     if len(rows) == n and np.array_equal(rows, np.arange(n)):
         return matrix
-    return matrix[:, rows]
+    # take, unlike matrix[:, rows], gives a C-ordered copy: a row-wise argmax of it is fast
+    picked: FloatArray = matrix.take(rows, axis=1)
+    return picked
 
 
 def argmax_frequencies(samples: FloatArray, winners: IndexArray | None = None) -> FloatArray:
@@ -151,8 +184,8 @@ def argmax_frequencies(samples: FloatArray, winners: IndexArray | None = None) -
     row's argmax, when already known)."""
     if winners is None:
         winners = samples.argmax(axis=1)
-    counts = np.bincount(winners, minlength=samples.shape[1]).astype(np.float64)
-    return counts / float(samples.shape[0])
+    frequencies: FloatArray = np.bincount(winners, minlength=samples.shape[1]) / samples.shape[0]
+    return frequencies
 
 
 def tie_uniform(scores: FloatArray) -> FloatArray:

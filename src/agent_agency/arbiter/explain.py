@@ -31,9 +31,17 @@ _LINEAR = frozenset({RoutingStrategy.LINUCB, RoutingStrategy.LINTS})
 
 
 def names(keys: Sequence[str]) -> str:
-    shown = ", ".join(keys[:LISTED_NAMES])
-    more = len(keys) - LISTED_NAMES
-    return f"{shown} and {more} more" if more > 0 else shown
+    return _listed(keys[:LISTED_NAMES], len(keys))
+
+
+def names_at(keys: Sequence[str], rows: IndexArray) -> str:
+    """`names` of the keys at `rows`, looking up only those it spells out."""
+    return _listed([keys[row] for row in rows[:LISTED_NAMES].tolist()], len(rows))
+
+
+def _listed(shown: Sequence[str], total: int) -> str:
+    more = total - len(shown)
+    return f"{', '.join(shown)} and {more} more" if more > 0 else ", ".join(shown)
 
 
 def count(number: int, noun: str) -> str:

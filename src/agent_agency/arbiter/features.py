@@ -125,9 +125,19 @@ def request_features(request: RoutingRequest, layout: FeatureLayout) -> npt.NDAr
     """The feature vector of a routing request, or of a logged decision (which is one), under
     `layout`: its context holds the prompt length under `PROMPT_CHARS_KEY` (0 when absent) and
     the other features by name."""
-    context = request.context
+    return context_features(
+        layout, request.task_type, request.complexity, len(request.requirements), request.context
+    )
+
+
+def context_features(
+    layout: FeatureLayout,
+    task_type: str,
+    complexity: Complexity,
+    requirement_count: int,
+    context: Mapping[str, float],
+) -> npt.NDArray[np.float64]:
+    """`request_features` of a request's parts (what the router keeps of a learned outcome)."""
     features = {k: v for k, v in context.items() if k != PROMPT_CHARS_KEY}
     prompt_chars = int(context.get(PROMPT_CHARS_KEY, 0.0))
-    return layout.vector(
-        request.task_type, request.complexity, len(request.requirements), prompt_chars, features
-    )
+    return layout.vector(task_type, complexity, requirement_count, prompt_chars, features)
