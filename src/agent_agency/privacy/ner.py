@@ -21,6 +21,7 @@ import importlib.util
 import os
 import re
 import threading
+from collections import OrderedDict
 from typing import Any
 
 from agent_agency.privacy.identity import NAME_SUFFIX
@@ -77,8 +78,6 @@ def _pipeline() -> Any:
     return nlp
 
 
-# spaCy holds a document in memory per call: a longer text is analysed in pieces cut at line ends.
-CHUNK_CHARS = 20_000
 # A name as written: capitalised words (initials, hyphens and apostrophes inside), particles
 # between them; no digits, brackets, '@', '_' or '/' (markup, ids, placeholders, paths).
 _NAME_WORD = r"[A-ZÀ-ÖØ-Þ][\w'’.-]*"
@@ -87,20 +86,31 @@ _PERSON_SHAPE = re.compile(
 )
 _POSSESSIVE = re.compile(r"['’]s?$")
 _AFTER_NAME = re.compile(NAME_SUFFIX)
+# The model reads a text line by line, and remembers each line's PERSON entities: a redaction's
+# second pass (`privacy.pii.redact`) asks again about a text whose unchanged lines it has read.
+LINE_CACHE_SIZE = 8192
+_line_entities: OrderedDict[str, tuple[tuple[int, str], ...]] = OrderedDict()
+# (a line longer than spaCy's limit of a million characters is read in pieces)
+_LINE = re.compile(r"[^\n]{1,100000}")
 
 
 def person_findings(text: str) -> list[Finding]:
     """PERSON entities of the spaCy pipeline that look like a name, each with the degree or
     generation written after it ("B.Sc.", "Jr."), and every other place the same name of two or
-    more words is written in `text` (the model may see it in one sentence and miss it in the
-    next)."""
+    more words is written in `text` (the model may see it in one line and miss it in the next)."""
+    lines = [(m.start(), m.group()) for m in _LINE.finditer(text) if _MAY_NAME.search(m.group())]
     with _nlp_lock:  # one pipeline per process; spaCy's is not documented as thread-safe
-        nlp = _pipeline()
+        unread = list(dict.fromkeys(line for _, line in lines if line not in _line_entities))
+        for line, doc in zip(unread, _pipeline().pipe(unread), strict=True):
+            _line_entities[line] = tuple(
+                (e.start_char, e.text) for e in doc.ents if e.label_ == "PERSON"
+            )
+            if len(_line_entities) > LINE_CACHE_SIZE:
+                _line_entities.popitem(last=False)
         entities = [
-            (offset + entity.start_char, entity.text)
-            for offset, piece in _chunks(text)
-            for entity in nlp(piece).ents
-            if entity.label_ == "PERSON"
+            (offset + start, name)
+            for offset, line in lines
+            for start, name in _line_entities[line]
         ]
     found = []
     names = set()
@@ -118,15 +128,6 @@ def person_findings(text: str) -> list[Finding]:
     return found
 
 
-def _chunks(text: str) -> list[tuple[int, str]]:
-    """`text` cut at line ends into pieces of at most about CHUNK_CHARS, with their offsets."""
-    if len(text) <= CHUNK_CHARS:
-        return [(0, text)]
-    pieces = []
-    start = 0
-    while start < len(text):
-        end = text.rfind("\n", start, start + CHUNK_CHARS)
-        end = start + CHUNK_CHARS if end <= start else end + 1
-        pieces.append((start, text[start:end]))
-        start = end
-    return pieces
+def clear_line_cache() -> None:
+    with _nlp_lock:
+        _line_entities.clear()

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from agent_agency.privacy.addresses import ADDRESS_RECOGNIZERS
 from agent_agency.privacy.fields import FIELD_RECOGNIZERS
 from agent_agency.privacy.identity import PERSON_RECOGNIZERS, USER_RECOGNIZERS
-from agent_agency.privacy.ner import ner_enabled, ner_findings, ner_may_find
+from agent_agency.privacy.ner import clear_line_cache, ner_enabled, ner_findings, ner_may_find
 from agent_agency.privacy.paths import PATH_RECOGNIZERS, generalize_path
 from agent_agency.privacy.presidio import (
     ANY_TRIGGER,
@@ -317,6 +317,7 @@ def clear_scan_cache() -> None:
     _own_cached.cache_clear()
     _presidio_cached.cache_clear()
     _ner_cached.cache_clear()
+    clear_line_cache()
     _entities_cached.cache_clear()
 
 
