@@ -404,14 +404,19 @@ def _redact_once(
     if not _flagged(text) and not (use_ner and ner_may_find(text)):
         return text, []
     found = find_pii(text, use_presidio=use_presidio, phone_regions=phone_regions, use_ner=use_ner)
-    findings = [f for f in found if include(f.entity)]
+    # A placeholder found again (`'[USER]'` under a user key) is no replacement: without this
+    # check every pass would "replace" it and the loop in `redact` would run all MAX_PASSES.
+    replacements = [
+        (finding, _replacement(text, finding)) for finding in found if include(finding.entity)
+    ]
+    findings = [(f, new) for f, new in replacements if text[f.start : f.end] != new]
     if not findings:
         return text, []
     parts = []
     cursor = 0
-    for finding in findings:
+    for finding, new in findings:
         parts.append(text[cursor : finding.start])
-        parts.append(_replacement(text, finding))
+        parts.append(new)
         cursor = finding.end
     parts.append(text[cursor:])
-    return "".join(parts), [f.entity for f in findings]
+    return "".join(parts), [f.entity for f, _ in findings]
