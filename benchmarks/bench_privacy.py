@@ -115,7 +115,12 @@ def table(results: dict[str, tuple[Score, float]]) -> str:
     rows = [
         (f"decoys kept ({first.decoys})", lambda s, _t: f"{s.decoy_rate:.3f}"),
         *(
-            [(f"JSON records still valid ({first.json_records})", lambda s, _t: f"{s.json_rate:.3f}")]
+            [
+                (
+                    f"JSON records still valid ({first.json_records})",
+                    lambda s, _t: f"{s.json_rate:.3f}",
+                )
+            ]
             if first.json_records
             else []
         ),

@@ -484,9 +484,22 @@ FORMATS: dict[str, Callable[[Record, Faker, random.Random], None]] = {
 # postcode, beside capitalised words that are not personal data (products, tools, places).
 
 PRODUCTS = (
-    "Visual Studio Code", "Google Chrome", "Microsoft Teams", "MacBook Pro", "Kubernetes",
-    "PostgreSQL", "Apache Kafka", "Docker Desktop", "GitHub Actions", "Jira Service Desk",
-    "Amazon S3", "Azure DevOps", "Slack", "Grafana", "Terraform Cloud", "Red Hat Enterprise Linux",
+    "Visual Studio Code",
+    "Google Chrome",
+    "Microsoft Teams",
+    "MacBook Pro",
+    "Kubernetes",
+    "PostgreSQL",
+    "Apache Kafka",
+    "Docker Desktop",
+    "GitHub Actions",
+    "Jira Service Desk",
+    "Amazon S3",
+    "Azure DevOps",
+    "Slack",
+    "Grafana",
+    "Terraform Cloud",
+    "Red Hat Enterprise Linux",
 )
 
 
@@ -499,11 +512,17 @@ def chat_message(r: Record, fake: Faker, rng: random.Random) -> None:
     a, b = r.pii("PERSON", fake.name()), r.pii("PERSON", fake.name())
     r.text = rng.choice(
         [
-            lambda: f"{a} said the {r.decoy(rng.choice(PRODUCTS))} rollout for "
-            f"{r.decoy(order_id(rng))} is blocked until {b} signs off.",
-            lambda: f"Can you loop in {a}? They own the {r.decoy(rng.choice(PRODUCTS))} "
-            f"integration and {b} is out until Monday.",
-            lambda: f"Spoke with {a} and {b} this morning; both want {r.decoy(version(rng))} pinned.",
+            lambda: (
+                f"{a} said the {r.decoy(rng.choice(PRODUCTS))} rollout for "
+                f"{r.decoy(order_id(rng))} is blocked until {b} signs off."
+            ),
+            lambda: (
+                f"Can you loop in {a}? They own the {r.decoy(rng.choice(PRODUCTS))} "
+                f"integration and {b} is out until Monday."
+            ),
+            lambda: (
+                f"Spoke with {a} and {b} this morning; both want {r.decoy(version(rng))} pinned."
+            ),
         ]
     )()
 
@@ -533,14 +552,20 @@ def commit_message(r: Record, fake: Faker, rng: random.Random) -> None:
 def delivery_note(r: Record, fake: Faker, rng: random.Random) -> None:
     r.text = rng.choice(
         [
-            lambda: f"The courier left parcel {r.decoy(order_id(rng))} at "
-            f"{r.pii('STREET_ADDRESS', bare_street(fake))} instead of the depot; "
-            f"{r.pii('PERSON', fake.name())} picked it up later.",
-            lambda: f"New office from next month: {r.pii('STREET_ADDRESS', bare_street(fake))}. "
-            f"The {r.decoy(rng.choice(PRODUCTS))} licence moves with us.",
-            lambda: f"Invoice {r.decoy(order_id(rng))} went to "
-            f"{r.pii('STREET_ADDRESS', bare_street(fake))} by mistake, please resend it to "
-            f"{r.pii('STREET_ADDRESS', street_address(fake))}.",
+            lambda: (
+                f"The courier left parcel {r.decoy(order_id(rng))} at "
+                f"{r.pii('STREET_ADDRESS', bare_street(fake))} instead of the depot; "
+                f"{r.pii('PERSON', fake.name())} picked it up later."
+            ),
+            lambda: (
+                f"New office from next month: {r.pii('STREET_ADDRESS', bare_street(fake))}. "
+                f"The {r.decoy(rng.choice(PRODUCTS))} licence moves with us."
+            ),
+            lambda: (
+                f"Invoice {r.decoy(order_id(rng))} went to "
+                f"{r.pii('STREET_ADDRESS', bare_street(fake))} by mistake, please resend it to "
+                f"{r.pii('STREET_ADDRESS', street_address(fake))}."
+            ),
         ]
     )()
 

@@ -108,9 +108,7 @@ def person_findings(text: str) -> list[Finding]:
             if len(_line_entities) > LINE_CACHE_SIZE:
                 _line_entities.popitem(last=False)
         entities = [
-            (offset + start, name)
-            for offset, line in lines
-            for start, name in _line_entities[line]
+            (offset + start, name) for offset, line in lines for start, name in _line_entities[line]
         ]
     found = []
     names = set()
@@ -122,9 +120,11 @@ def person_findings(text: str) -> list[Finding]:
         found.append(Finding("PERSON", start, end))
         if " " in value:
             names.add(value)
+    starts = {finding.start for finding in found}
     for name in names:
         for match in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text):
-            found.append(Finding("PERSON", match.start(), match.end()))
+            if match.start() not in starts:
+                found.append(Finding("PERSON", match.start(), match.end()))
     return found
 
 

@@ -59,9 +59,7 @@ NEVER_REPORTED = re.compile(
 # Every trigger starts at '@', ':', a digit, a letter A-Z (an IBAN's country) or a-f (a hex group
 # of IPv6, "bc1"): the lookahead skips every other position at once.
 ANY_TRIGGER = re.compile(
-    "(?=[\\d@:A-Za-f])(?:"
-    + "|".join(f"(?:{t.pattern})" for t in PRESIDIO_TRIGGERS.values())
-    + ")"
+    "(?=[\\d@:A-Za-f])(?:" + "|".join(f"(?:{t.pattern})" for t in PRESIDIO_TRIGGERS.values()) + ")"
 )
 _analyzers: dict[tuple[str, ...], Any] = {}
 _analyzer_lock = threading.Lock()
