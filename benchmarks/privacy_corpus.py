@@ -478,7 +478,113 @@ FORMATS: dict[str, Callable[[Record, Faker, random.Random], None]] = {
 }
 
 
-def generate(size: int = DEFAULT_SIZE, seed: int = SEED) -> list[dict[str, Any]]:
+# ---- names and addresses without the context the default recognizers key on ---------------
+# Chat messages, meeting notes and commit messages where a name stands as a subject or object
+# (no salutation, title, key or "customer" before it) and a street is written without its
+# postcode, beside capitalised words that are not personal data (products, tools, places).
+
+PRODUCTS = (
+    "Visual Studio Code",
+    "Google Chrome",
+    "Microsoft Teams",
+    "MacBook Pro",
+    "Kubernetes",
+    "PostgreSQL",
+    "Apache Kafka",
+    "Docker Desktop",
+    "GitHub Actions",
+    "Jira Service Desk",
+    "Amazon S3",
+    "Azure DevOps",
+    "Slack",
+    "Grafana",
+    "Terraform Cloud",
+    "Red Hat Enterprise Linux",
+)
+
+
+def bare_street(fake: Faker) -> str:
+    """A street and house number as the locale writes it, without postcode or city."""
+    return fake.street_address().replace("\n", ", ")
+
+
+def chat_message(r: Record, fake: Faker, rng: random.Random) -> None:
+    a, b = r.pii("PERSON", fake.name()), r.pii("PERSON", fake.name())
+    r.text = rng.choice(
+        [
+            lambda: (
+                f"{a} said the {r.decoy(rng.choice(PRODUCTS))} rollout for "
+                f"{r.decoy(order_id(rng))} is blocked until {b} signs off."
+            ),
+            lambda: (
+                f"Can you loop in {a}? They own the {r.decoy(rng.choice(PRODUCTS))} "
+                f"integration and {b} is out until Monday."
+            ),
+            lambda: (
+                f"Spoke with {a} and {b} this morning; both want {r.decoy(version(rng))} pinned."
+            ),
+        ]
+    )()
+
+
+def meeting_notes(r: Record, fake: Faker, rng: random.Random) -> None:
+    people = [r.pii("PERSON", fake.name()) for _ in range(rng.randint(2, 3))]
+    r.text = (
+        f"Weekly sync ({fake.date()})\n"
+        f"Attendees: {', '.join(people)}\n"
+        f"- {people[0]} to migrate billing from {r.decoy(rng.choice(PRODUCTS))} by "
+        f"{r.decoy(order_id(rng))}\n"
+        f"- {people[1]} reviewed the {r.decoy(rng.choice(PRODUCTS))} costs; nothing to change\n"
+    )
+
+
+def commit_message(r: Record, fake: Faker, rng: random.Random) -> None:
+    author = r.pii("PERSON", fake.name())
+    r.text = (
+        f"commit {r.decoy(chars(rng, '0123456789abcdef', 40))}\n"
+        f"Merge: {chars(rng, '0123456789abcdef', 7)} {chars(rng, '0123456789abcdef', 7)}\n\n"
+        f"    Fix retry loop in {r.decoy(rng.choice(PRODUCTS))} exporter ({r.decoy(order_id(rng))})\n\n"
+        f"    Reviewed-with: {r.pii('PERSON', fake.name())}\n"
+        f"    Thanks to {author} for the report.\n"
+    )
+
+
+def delivery_note(r: Record, fake: Faker, rng: random.Random) -> None:
+    r.text = rng.choice(
+        [
+            lambda: (
+                f"The courier left parcel {r.decoy(order_id(rng))} at "
+                f"{r.pii('STREET_ADDRESS', bare_street(fake))} instead of the depot; "
+                f"{r.pii('PERSON', fake.name())} picked it up later."
+            ),
+            lambda: (
+                f"New office from next month: {r.pii('STREET_ADDRESS', bare_street(fake))}. "
+                f"The {r.decoy(rng.choice(PRODUCTS))} licence moves with us."
+            ),
+            lambda: (
+                f"Invoice {r.decoy(order_id(rng))} went to "
+                f"{r.pii('STREET_ADDRESS', bare_street(fake))} by mistake, please resend it to "
+                f"{r.pii('STREET_ADDRESS', street_address(fake))}."
+            ),
+        ]
+    )()
+
+
+UNCUED_FORMATS: dict[str, Callable[[Record, Faker, random.Random], None]] = {
+    "chat_message": chat_message,
+    "meeting_notes": meeting_notes,
+    "commit_message": commit_message,
+    "delivery_note": delivery_note,
+}
+UNCUED_SIZE = 200
+UNCUED_SEED = 26
+
+
+def generate(
+    size: int = DEFAULT_SIZE,
+    seed: int = SEED,
+    formats: dict[str, Callable[[Record, Faker, random.Random], None]] = FORMATS,
+) -> list[dict[str, Any]]:
     """`size` records cycling through formats and locales, the same for the same seed."""
     rng = random.Random(seed)
     random.seed(seed)  # Faker's password() and street_address() above draw from `random`
@@ -486,12 +592,12 @@ def generate(size: int = DEFAULT_SIZE, seed: int = SEED) -> list[dict[str, Any]]
     for index, locale in enumerate(LOCALES):
         fakers[locale].seed_instance(seed + index)
     records = []
-    names = sorted(FORMATS)
+    names = sorted(formats)
     for index in range(size):
         name = names[index % len(names)]
         locale = LOCALES[(index // len(names)) % len(LOCALES)]
         record = Record(name, locale)
-        FORMATS[name](record, fakers[locale], rng)
+        formats[name](record, fakers[locale], rng)
         record.planted = [(k, v) for k, v in record.planted if v]
         records.append(record.as_json(index))
     return records

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import sqlite3
 import subprocess
@@ -14,6 +15,11 @@ from typing import Any
 import httpx
 import pytest
 from sqlalchemy import Engine, event
+
+# The `ner` extra's model (in the dev extra, so tests/privacy/test_ner.py runs in CI) would read
+# every redacted text in every test; only its own tests turn it on. Set here, before any test
+# runs, so subprocesses (the CLI) inherit it too.
+os.environ["AGENCY_NER"] = "off"
 
 
 def _free_port() -> int:

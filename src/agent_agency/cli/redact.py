@@ -109,6 +109,7 @@ def redact(
             include=policy.includes,
             use_presidio=policy.redact_text_pii,
             phone_regions=regions,
+            use_ner=policy.use_ner,
         )[0]
 
     stream = sys.stdin.buffer if file == "-" else input_path(Path(file)).open("rb")

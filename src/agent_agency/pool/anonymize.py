@@ -117,18 +117,27 @@ class Anonymizer:
         if renamer is not None:
             text = renamer.rename_in_text(text)
         policy = self.policy
-        rules = (policy.generalize_paths, policy.remove_user_ids, policy.redact_text_pii)
+        rules = (
+            policy.generalize_paths,
+            policy.remove_user_ids,
+            policy.redact_text_pii,
+            policy.use_ner,
+        )
         if len(text) > CACHE_MAX_CHARS:
             return self._redact(text, rules, self.phone_regions)
         return self._redact_cached(text, rules, self.phone_regions)
 
     def _redact(
-        self, text: str, rules: tuple[bool, bool, bool], phone_regions: tuple[str, ...]
+        self, text: str, rules: tuple[bool, bool, bool, bool], phone_regions: tuple[str, ...]
     ) -> str:
         """`text` redacted under `rules` (the policy's text rules) and `phone_regions`: both part
         of the cache key, so a policy changed after construction never gets a stale answer."""
         cleaned, _ = redact(
-            text, include=self.policy.includes, use_presidio=rules[2], phone_regions=phone_regions
+            text,
+            include=self.policy.includes,
+            use_presidio=rules[2],
+            phone_regions=phone_regions,
+            use_ner=rules[3],
         )
         return cleaned
 

@@ -24,10 +24,10 @@ _TITLE = (
     r"(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof|Univ\.Prof|Dipl\.-Ing|Ing|Herr|Frau|Mme|Mlle|M|Sir|Dame"
     r"|Madame|Monsieur|Mademoiselle)\.?[ \t]+"
 )
-_SUFFIX = (
+NAME_SUFFIX = (
     r"(?:,?[ \t]+(?:Jr\.|Sr\.|II|III|IV|MD|DDS|PhD|DVM|B\.Sc\.|B\.A\.|B\.Eng\.|MBA\.?|M\.Sc\.))?"
 )
-PERSON_VALUE = rf"(?:{_TITLE})*{NAME}{_SUFFIX}"
+PERSON_VALUE = rf"(?:{_TITLE})*{NAME}{NAME_SUFFIX}"
 # Each alternation starts with plain letters (see `PatternRecognizer`).
 _CUES = "|".join(
     (
@@ -58,7 +58,7 @@ _HEADERS = "From|To|Cc|Reply-To|Von|An|De|À"
 _AFTER_CUE = re.compile(rf"(?:{_CUES})r?,?[ \t]+(?P<v>{PERSON_VALUE})")
 _AFTER_SIGN_OFF = re.compile(rf"(?:{_SIGN_OFFS}),?[ \t]*\n[ \t]*(?P<v>{PERSON_VALUE})")
 _AFTER_HEADER = re.compile(rf"(?:{_HEADERS}):[ \t]*(?P<v>{PERSON_VALUE})")
-_WITH_TITLE = re.compile(rf"{_TITLE}(?:{_TITLE})*{NAME}{_SUFFIX}")
+_WITH_TITLE = re.compile(rf"{_TITLE}(?:{_TITLE})*{NAME}{NAME_SUFFIX}")
 
 
 class MailHeaderPerson(PatternRecognizer):

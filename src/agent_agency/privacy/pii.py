@@ -4,7 +4,9 @@ Our recognizers always run (each only where its cheap necessary condition holds)
 by shape and checksum (`privacy.structured`), secrets (`privacy.secrets`), credentials in URLs and
 `user@host:path` targets (`privacy.urls`), user and person names by context (`privacy.identity`),
 street addresses (`privacy.addresses`), values under telling keys and SQL columns
-(`privacy.fields`) and file paths (`privacy.paths`). Presidio costs milliseconds per text, so it
+(`privacy.fields`) and file paths (`privacy.paths`). With the `ner` extra installed, a trained
+model and an address parser add person names and addresses written without such context
+(`privacy.ner`). Presidio costs milliseconds per text, so it
 only runs where its trigger (an '@', a long digit run, an IBAN shape) lies outside what ours found.
 Findings are widened to whole words and overlapping ones joined (`privacy.spans`), so no
 placeholder sits next to a piece of the value it replaced. File paths are generalized
@@ -20,6 +22,7 @@ from collections.abc import Callable
 from agent_agency.privacy.addresses import ADDRESS_RECOGNIZERS
 from agent_agency.privacy.fields import FIELD_RECOGNIZERS
 from agent_agency.privacy.identity import PERSON_RECOGNIZERS, USER_RECOGNIZERS
+from agent_agency.privacy.ner import clear_line_cache, ner_enabled, ner_findings, ner_may_find
 from agent_agency.privacy.paths import PATH_RECOGNIZERS, generalize_path
 from agent_agency.privacy.presidio import (
     ANY_TRIGGER,
@@ -260,6 +263,17 @@ def _presidio_cached(text: str, phone_regions: tuple[str, ...]) -> tuple[Finding
     return _presidio_findings(text, phone_regions, _own_scan(text))
 
 
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _ner_cached(text: str) -> tuple[Finding, ...]:
+    return tuple(widened(text, finding) for finding in ner_findings(text))
+
+
+def _ner_scan(text: str) -> tuple[Finding, ...]:
+    if len(text) > CACHE_MAX_CHARS:
+        return tuple(widened(text, finding) for finding in ner_findings(text))
+    return _ner_cached(text)
+
+
 def _own_scan(text: str) -> tuple[Finding, ...]:
     if len(text) > CACHE_MAX_CHARS:
         return tuple(_own_findings(text)) if _flagged(text) else ()
@@ -302,6 +316,8 @@ def clear_scan_cache() -> None:
     _flagged_cached.cache_clear()
     _own_cached.cache_clear()
     _presidio_cached.cache_clear()
+    _ner_cached.cache_clear()
+    clear_line_cache()
     _entities_cached.cache_clear()
 
 
@@ -310,18 +326,22 @@ def find_pii(
     *,
     use_presidio: bool = True,
     phone_regions: tuple[str, ...] = DEFAULT_PHONE_REGIONS,
+    use_ner: bool = False,
 ) -> list[Finding]:
     """Non-overlapping PII findings in `text`, earliest first, covering every raw finding.
 
     Overlapping findings become one span from the first start to the last end, named after the
     longest of them (an IBAN whose middle looks like a phone number is redacted as a whole).
     `phone_regions`: the regions Presidio's phone recognizer matches national formats for.
+    `use_ner`: also the `ner` extra's findings (`privacy.ner`; it must be installed).
     """
     if not text:
         return []
     candidates = list(_own_scan(text))
     if use_presidio:
         candidates += _presidio_scan(text, phone_regions)
+    if use_ner:
+        candidates += _ner_scan(text)
     return resolve_overlaps(candidates)
 
 
@@ -357,11 +377,16 @@ def redact(
     include: Callable[[str], bool] = lambda _entity: True,
     use_presidio: bool = True,
     phone_regions: tuple[str, ...] = DEFAULT_PHONE_REGIONS,
+    use_ner: bool = True,
 ) -> tuple[str, list[str]]:
-    """`text` with each included finding replaced, and the entity types replaced, in order."""
+    """`text` with each included finding replaced, and the entity types replaced, in order.
+
+    `use_ner`: also the `ner` extra's findings where it is installed and not switched off
+    (`privacy.ner.ner_enabled`)."""
     replaced: list[str] = []
+    ner = use_ner and ner_enabled()
     for _ in range(MAX_PASSES):
-        text, entities = _redact_once(text, include, use_presidio, phone_regions)
+        text, entities = _redact_once(text, include, use_presidio, phone_regions, ner)
         if not entities:
             break
         replaced += entities
@@ -373,18 +398,25 @@ def _redact_once(
     include: Callable[[str], bool],
     use_presidio: bool,
     phone_regions: tuple[str, ...],
+    use_ner: bool,
 ) -> tuple[str, list[str]]:
-    if not _flagged(text):  # no recognizer, ours or Presidio as we call it, finds anything
+    # no recognizer, ours or Presidio as we call it (or the NER extra's), finds anything
+    if not _flagged(text) and not (use_ner and ner_may_find(text)):
         return text, []
-    found = find_pii(text, use_presidio=use_presidio, phone_regions=phone_regions)
-    findings = [f for f in found if include(f.entity)]
+    found = find_pii(text, use_presidio=use_presidio, phone_regions=phone_regions, use_ner=use_ner)
+    # A placeholder found again (`'[USER]'` under a user key) is no replacement: without this
+    # check every pass would "replace" it and the loop in `redact` would run all MAX_PASSES.
+    replacements = [
+        (finding, _replacement(text, finding)) for finding in found if include(finding.entity)
+    ]
+    findings = [(f, new) for f, new in replacements if text[f.start : f.end] != new]
     if not findings:
         return text, []
     parts = []
     cursor = 0
-    for finding in findings:
+    for finding, new in findings:
         parts.append(text[cursor : finding.start])
-        parts.append(_replacement(text, finding))
+        parts.append(new)
         cursor = finding.end
     parts.append(text[cursor:])
-    return "".join(parts), [f.entity for f in findings]
+    return "".join(parts), [f.entity for f, _ in findings]

@@ -41,7 +41,11 @@ PRESIDIO_DIGIT_TRIGGERS = ("PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "US_SSN",
 # numbers (an IPv4 address among them is ours already; a dotted phone number too, by our phone
 # pattern). They are masked like our own findings before the triggers are checked, so logs full of
 # timestamps do not send every text to Presidio.
+#
+# Every branch starts at a digit, ':', '-', or a hex letter opening a UUID or "build ": the leading
+# lookahead fails every other position at once (about 3x faster than the bare alternation).
 NEVER_REPORTED = re.compile(
+    r"(?=[\d:-]|[a-fA-F][0-9a-fA-F]{7}-|build )(?:"
     r"\b\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?\b"
     r"|\b\d{4}-\d{2}-\d{2}\b|\b\d{2}/[A-Z][a-z]{2}/\d{4}\b"
     r"|\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
@@ -50,9 +54,13 @@ NEVER_REPORTED = re.compile(
     r"|\b97[89]-\d{1,5}-\d{1,7}-\d{1,7}-\d\b"
     r"|(?<=[A-Za-z])-?\d[\d-]*(?!\w)"
     r"|://[^\s/@\"'<>]*@[\w.-]+"
-    r"|\b\d{16,19}\b"
+    r"|\b\d{16,19}\b)"
 )
-ANY_TRIGGER = re.compile("|".join(f"(?:{t.pattern})" for t in PRESIDIO_TRIGGERS.values()))
+# Every trigger starts at '@', ':', a digit, a letter A-Z (an IBAN's country) or a-f (a hex group
+# of IPv6, "bc1"): the lookahead skips every other position at once.
+ANY_TRIGGER = re.compile(
+    "(?=[\\d@:A-Za-f])(?:" + "|".join(f"(?:{t.pattern})" for t in PRESIDIO_TRIGGERS.values()) + ")"
+)
 _analyzers: dict[tuple[str, ...], Any] = {}
 _analyzer_lock = threading.Lock()
 

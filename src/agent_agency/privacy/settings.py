@@ -35,6 +35,13 @@ class AnonymizationPolicy(Section):
         "card, IBAN and social security numbers, IP addresses, API keys, passwords, credentials "
         "in URLs) by typed placeholders: Presidio, regex-only, and own recognizers",
     )
+    use_ner: bool = Field(
+        default=True,
+        description="with the `ner` extra installed, also find person names and street "
+        "addresses written without telling context, with a trained model (spaCy) and an address "
+        "parser (pyap); without the extra this does nothing. `AGENCY_NER=off` turns it off for a "
+        "whole process",
+    )
     reward_noise: bool = Field(
         default=False,
         description="add Laplace noise to stored rewards (differential privacy), for sharing "

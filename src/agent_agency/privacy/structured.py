@@ -39,8 +39,9 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         "IP_ADDRESS",
         re.compile(
-            rf"(?=\d)(?<![\w.\]])(?:{_IPV4_OCTET}\.){{3}}{_IPV4_OCTET}(?!\d|\.\d)"
-            r"|(?=[0-9a-fA-F]{1,4}:)\b(?:[0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}\b"
+            r"(?=[0-9a-fA-F])"
+            rf"(?:(?=\d)(?<![\w.\]])(?:{_IPV4_OCTET}\.){{3}}{_IPV4_OCTET}(?!\d|\.\d)"
+            r"|(?=[0-9a-fA-F]{1,4}:)\b(?:[0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}\b)"
         ),
     ),
     (
@@ -60,10 +61,10 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         # order or account number); area 000, 666 and 9xx, group 00 and serial 0000 are never issued
         "US_SSN",
         re.compile(
-            r"(?=\d)\b(?!000|666|9)\d{3}([- ])(?!00)\d{2}\1(?!0000)\d{4}\b"
+            r"(?=[\dsS])(?:(?=\d)\b(?!000|666|9)\d{3}([- ])(?!00)\d{2}\1(?!0000)\d{4}\b"
             r"|\b(?:ssn|SSN|Ssn|[Ss]ocial [Ss]ecurity(?: [Nn]umber| [Nn]o\.?)?)"
             r"(?: on file| number| no\.?)?[#:=\s\"']{1,5}"
-            r"(?P<v>\d{9})\b"
+            r"(?P<v>\d{9})\b)"
         ),
     ),
     (
