@@ -8,8 +8,10 @@ between runs (made when missing, reused when it holds N points). Prints the figu
 prints cProfile's top functions of one export of FORMAT instead.
 
 Measured: the first read pass alone (the points' columns, `stream_facts`), then `export_batch`
-of each format end to end (both passes, the rows, the file, `batch.json`, the batch's records),
-the median of R runs (default 3). verl and trl-grpo keep one row per task (N / 4 rows).
+of each format end to end (both passes, the rows, the file, `batch.json`, the batch's records,
+written anew each run), the median of R runs (default 3), by the wall clock and in this
+process's CPU seconds. Rows: trl-sft takes the successes (N / 2), verl and trl-grpo one answer
+a task (N / 4), trl-dpo two pairs a task (N / 2).
 """
 
 from __future__ import annotations
@@ -93,13 +95,16 @@ def forget_batches(store: SqlStore) -> None:
         connection.execute(delete(schema.training_batches))
 
 
-def median_seconds(repeats: int, run: Callable[[], object]) -> float:
-    times = []
+def median_seconds(repeats: int, run: Callable[[], object]) -> tuple[float, float]:
+    """The median wall-clock seconds of `repeats` runs, and the median CPU seconds of this
+    process (what a loaded machine's other jobs do not add to)."""
+    wall, cpu = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return statistics.median(wall), statistics.median(cpu)
 
 
 def main() -> None:
@@ -139,7 +144,7 @@ def main() -> None:
             pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
             store.close()
             return
-        facts = median_seconds(
+        facts, facts_cpu = median_seconds(
             args.repeats,
             lambda: sum(
                 1
@@ -152,13 +157,13 @@ def main() -> None:
         print(
             f"{args.n:,} points, {os.cpu_count()} cores, median of {args.repeats}, load {load:.2f}"
         )
-        print(f"  first pass alone (stream_facts): {facts:.2f} s", flush=True)
+        print(f"  first pass alone (stream_facts): {facts:.2f} s (CPU {facts_cpu:.2f} s)")
         for format_ in chosen:
             rows = export(format_)  # warm: the pool's pages in the OS cache
-            seconds = median_seconds(args.repeats, lambda f=format_: export(f))
+            seconds, cpu = median_seconds(args.repeats, lambda f=format_: export(f))
             print(
-                f"  export_batch {format_}: {seconds:.2f} s, {rows:,} rows "
-                f"({args.n / seconds:,.0f} points/s), load {os.getloadavg()[0]:.2f}",
+                f"  export_batch {format_}: {seconds:.2f} s (CPU {cpu:.2f} s), {rows:,} rows, "
+                f"{args.n / seconds:,.0f} points/s, load {os.getloadavg()[0]:.2f}",
                 flush=True,
             )
         store.close()

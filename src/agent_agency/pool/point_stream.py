@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Engine, Select, Text, case, cast, literal
 from sqlalchemy.dialects.postgresql import JSONB
@@ -41,10 +41,10 @@ class TimeRange:
     newest: datetime | None = None
 
 
-@dataclass(frozen=True)
-class PointFacts:
+class PointFacts(NamedTuple):
     """A stored point as its columns describe it. `payload` is its stored JSON text when its
-    safety gate may have failed (None otherwise: then it did not)."""
+    safety gate may have failed (None otherwise: then it did not). A named tuple: a bulk read
+    makes one per point."""
 
     id: str
     timestamp: datetime
@@ -87,7 +87,8 @@ def _stream(engine: Engine, query: Select[Any]) -> Iterator[Any]:
         result = connection.execution_options(stream_results=True, yield_per=FETCH_ROWS).execute(
             query
         )
-        yield from result
+        for rows in result.partitions():  # a batch of rows at a time: no call per row
+            yield from rows
 
 
 def stream_facts(

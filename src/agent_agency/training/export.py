@@ -31,7 +31,7 @@ from typing import Any
 from sqlalchemy import insert, select
 
 from agent_agency.pool import schema
-from agent_agency.pool.point_stream import PointFacts, stream_facts, stream_payloads
+from agent_agency.pool.point_stream import stream_facts, stream_payloads
 from agent_agency.pool.sql_store import SqlStore
 from agent_agency.records import GraderSpec, utcnow
 from agent_agency.training import formats
@@ -76,9 +76,9 @@ class ExportError(ValueError):
     message says what is missing. Nothing was written."""
 
 
-@dataclass
+@dataclass(slots=True)
 class _Info:
-    """What the first pass keeps of a point."""
+    """What the first pass keeps of a point (`answer`: for DPO only)."""
 
     id: str
     task_id: str
@@ -89,37 +89,6 @@ class _Info:
     reward: float
     rated: bool
     answer: str | None
-
-
-@dataclass(frozen=True)
-class _Facts:
-    """What the first pass reads of a point: its columns, and from its stored JSON (where read)
-    whether its safety gate failed and its answer."""
-
-    id: str
-    task_id: str
-    task_type: str
-    timestamp: datetime
-    success: bool
-    quality: float  # the evaluation's quality score
-    reward: float  # the recorded reward
-    safety_failed: bool
-    answer: str | None = None
-
-    @classmethod
-    def of_columns(cls, stored: PointFacts, *, keep_answer: bool) -> _Facts:
-        point = None if stored.payload is None else formats.decode(stored.payload)
-        return cls(
-            stored.id,
-            stored.task_id,
-            stored.task_type,
-            stored.timestamp,
-            stored.success,
-            stored.quality,
-            stored.reward,
-            point is not None and safety_failed(point),
-            formats.final_answer(point) if keep_answer and point is not None else None,
-        )
 
 
 @dataclass(frozen=True)
@@ -246,31 +215,31 @@ def _first_pass(
     """What each selected point is. From the points' columns alone (their payloads are decoded
     only where the safety gate may have failed), unless the answers are kept (DPO)."""
     where, span = train_points(selection), time_range(selection, now)
-    facts = (
-        _Facts.of_columns(stored, keep_answer=keep_answers)
-        for stored in stream_facts(store.engine, where, span, payloads=keep_answers)
-        if selection.include_failures or stored.success
-    )
     infos = []
-    for fact in facts:
-        rating = ratings.get(fact.id)
+    for stored in stream_facts(store.engine, where, span, payloads=keep_answers):
+        if not (selection.include_failures or stored.success):
+            continue
+        point = None if stored.payload is None else formats.decode(stored.payload)
+        rating = ratings.get(stored.id)
         reward = reward_after_rating(
-            fact.reward, fact.safety_failed, None if rating is None else rating.score
+            stored.reward,
+            point is not None and safety_failed(point),
+            None if rating is None else rating.score,
         )
-        quality = fact.quality if rating is None else reward
+        quality = stored.quality if rating is None else reward
         if quality < selection.min_quality:  # a person's rating below the bar takes it out
             continue
         infos.append(
             _Info(
-                fact.id,
-                fact.task_id,
-                fact.task_type,
-                fact.timestamp,
-                fact.success,
+                stored.id,
+                stored.task_id,
+                stored.task_type,
+                stored.timestamp,
+                stored.success,
                 quality,
                 reward,
                 rating is not None,
-                fact.answer,
+                formats.final_answer(point) if keep_answers and point is not None else None,
             )
         )
     return infos
