@@ -24,24 +24,42 @@ from agent_agency.training.formats import StoredJson, conversation
 ADVANTAGE_EPSILON = 1e-6
 
 
-@dataclass
+@dataclass(slots=True)
 class Transition:
     """One model call of a stored point's trajectory, with its credit. Its messages are the
-    stored ones (`formats.StoredJson`)."""
+    stored ones (`formats.StoredJson`), read from its attempt's conversation when asked for."""
 
     attempt: int  # the attempt's number
     turn: int  # the call's index in the whole trajectory
-    messages: list[StoredJson]  # what the call was sent
-    response: StoredJson
-    tool_results: list[StoredJson]
+    conversation: list[StoredJson]  # the whole conversation of its attempt
+    position: int  # where its response sits in `conversation`
     input_tokens: int
     output_tokens: int
     reward: float  # this call's own reward
     discounted_return: float  # reward + γ·(the next call's return)
 
     @property
+    def messages(self) -> list[StoredJson]:
+        """What the call was sent."""
+        return self.conversation[: self.position]
+
+    @property
+    def response(self) -> StoredJson:
+        return self.conversation[self.position]
+
+    @property
     def tool_calls(self) -> list[StoredJson]:
         return list(self.response.get("tool_calls", ()))
+
+    @property
+    def tool_results(self) -> list[StoredJson]:
+        """The tool results sent back after it."""
+        results = []
+        for follower in self.conversation[self.position + 1 :]:
+            if follower["role"] != "tool":
+                break
+            results.append(follower)
+        return results
 
 
 def safety_failed(point: StoredJson) -> bool:
@@ -78,26 +96,20 @@ def transitions(
             if last_call and index == last_attempt:
                 reward = reward_after_rating(point["rl_labels"]["reward"], failed, override)
             elif rewards:
-                turn_rewards = [turn.get("turn_reward", 0.0) for turn in rewards]
-                reward = multiplier * sum(turn_rewards) / len(turn_rewards)
+                total = sum(turn.get("turn_reward", 0.0) for turn in rewards)
+                reward = multiplier * total / len(rewards)
             else:
                 reward = 0.0
-            results = []
-            for follower in messages[response + 1 :]:
-                if follower["role"] != "tool":
-                    break
-                results.append(follower)
             steps.append(
                 Transition(
-                    attempt=attempt["number"],
-                    turn=len(steps),
-                    messages=messages[:response],
-                    response=messages[response],
-                    tool_results=results,
-                    input_tokens=input_tokens,
-                    output_tokens=output_tokens,
-                    reward=float(reward),
-                    discounted_return=0.0,
+                    attempt["number"],
+                    len(steps),
+                    messages,
+                    response,
+                    input_tokens,
+                    output_tokens,
+                    float(reward),
+                    0.0,
                 )
             )
     following = 0.0
@@ -114,7 +126,7 @@ def _multiplier(point: StoredJson) -> float:
 
 def _calls(
     attempt: StoredJson, messages: Sequence[StoredJson]
-) -> list[tuple[int, int, int, list[StoredJson]]]:
+) -> list[tuple[int, int, int, Sequence[StoredJson]]]:
     """(response index, input tokens, output tokens, rewards) of each model call. A point
     stored before calls were recorded has no turns: each assistant message of its own is one."""
     turns = attempt.get("turns")
@@ -124,7 +136,7 @@ def _calls(
                 turn["response"],
                 turn.get("input_tokens", 0),
                 turn.get("output_tokens", 0),
-                list(turn.get("rewards", ())),
+                turn.get("rewards", ()),
             )
             for turn in turns
             if turn["response"] < len(messages)

@@ -512,12 +512,11 @@ def _record(
                 summary=summary,
             )
         )
+        # the driver's own executemany: SQLAlchemy's would process each row's parameters
+        mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
+        table = schema.training_batch_points
+        statement = f"INSERT INTO {table.name} (batch_id, point_id) VALUES ({mark}, {mark})"
         for start in range(0, len(ids), INSERT_CHUNK):
-            connection.execute(
-                insert(schema.training_batch_points),
-                [
-                    {"batch_id": batch_id, "point_id": point_id}
-                    for point_id in ids[start : start + INSERT_CHUNK]
-                ],
-            )
+            chunk = [(batch_id, point_id) for point_id in ids[start : start + INSERT_CHUNK]]
+            connection.exec_driver_sql(statement, chunk)
     return True

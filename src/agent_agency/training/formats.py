@@ -27,6 +27,7 @@ Format = Literal["trl-sft", "trl-grpo", "trl-dpo", "verl", "openrlhf", "jsonl"]
 FORMATS: tuple[Format, ...] = ("trl-sft", "trl-grpo", "trl-dpo", "verl", "openrlhf", "jsonl")
 PARQUET_FORMATS: frozenset[Format] = frozenset({"verl"})
 PARQUET_ROWS = 10_000  # rows per parquet row group: memory stays bounded while streaming
+WRITE_BUFFER = 1 << 20  # bytes: a JSONL file is written a megabyte at a time
 
 StoredJson = Mapping[str, Any]
 """A data point, or a part of one, as the JSON object the pool stores (`DataPoint`'s JSON,
@@ -200,7 +201,7 @@ library's (the same objects either way)."""
 def write_jsonl(path: Path, rows: Iterable[dict[str, Any] | str]) -> Written:
     """Rows (objects, or their JSON text) one a line, streamed."""
     count = 0
-    with path.open("wb") as out:
+    with path.open("wb", buffering=WRITE_BUFFER) as out:
         for row in rows:
             out.write(row.encode() if isinstance(row, str) else _encode(row))
             out.write(b"\n")
