@@ -9,6 +9,7 @@ are drawn at random: its credit is compared, and its point against the pool's pa
 
 from __future__ import annotations
 
+import gc
 import json
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -20,7 +21,7 @@ from sqlalchemy import Text, cast, select
 
 from agent_agency.pool import schema
 from agent_agency.pool.sql_store import SqlStore
-from agent_agency.training.export import export_batch
+from agent_agency.training.export import ExportError, export_batch
 from agent_agency.training.feedback import record_feedback
 from agent_agency.training.formats import FORMATS
 from agent_agency.training.selection import Selection
@@ -139,3 +140,21 @@ def test_the_jsonl_point_is_the_stored_json_as_it_is(store: SqlStore, tmp_path: 
     for line in lines:
         point_id = json.loads(line)["point"]["id"]
         assert line.startswith('{"point":' + stored[point_id] + ',"credit":{')
+
+
+def test_the_cycle_collector_is_as_it_was_after_an_export(store: SqlStore, tmp_path: Path) -> None:
+    fill(store)
+    settings = TrainingSettings(profile="laptop")
+    export_batch(store, settings, format_="jsonl", out=tmp_path, selection=Selection())  # no phase
+    assert gc.isenabled()
+    with pytest.raises(ExportError):  # nothing selected: it still turns the collector back on
+        export_batch(
+            store, settings, format_="jsonl", out=tmp_path, selection=Selection(task_types=["none"])
+        )
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        export_batch(store, settings, format_="jsonl", out=tmp_path, selection=Selection())
+        assert not gc.isenabled()  # left off, as the caller had it
+    finally:
+        gc.enable()
