@@ -19,8 +19,11 @@ import pytest
 from export_points import GRADERS, T0, make_point
 from sqlalchemy import Text, cast, select
 
+from agent_agency.data_point import DataPoint
 from agent_agency.pool import schema
 from agent_agency.pool.sql_store import SqlStore
+from agent_agency.records import Message
+from agent_agency.training import formats
 from agent_agency.training.export import ExportError, export_batch
 from agent_agency.training.feedback import record_feedback
 from agent_agency.training.formats import FORMATS
@@ -158,3 +161,30 @@ def test_the_cycle_collector_is_as_it_was_after_an_export(store: SqlStore, tmp_p
         assert not gc.isenabled()  # left off, as the caller had it
     finally:
         gc.enable()
+
+
+def test_a_stored_point_s_conversations_are_the_data_point_s() -> None:
+    """A retry shares its first messages with the attempt before it: read from the stored JSON,
+    each attempt's conversation is `DataPoint.conversation`'s."""
+    stored = json.loads(make_point().model_dump_json())
+    first = stored["trajectory"][0]
+    retry = {
+        "number": 2,
+        "shared": 2,  # the system and user turns
+        "messages": [
+            Message(role="user", content="Wrong: try again.").model_dump(mode="json"),
+            Message(role="assistant", content="17").model_dump(mode="json"),
+        ],
+        "turns": [{"response": 3, "input_tokens": 40, "output_tokens": 2}],
+    }
+    stored["trajectory"] = [first, retry]
+    point = DataPoint.model_validate(stored)
+    for attempt in range(2):
+        expected = [message.model_dump(mode="json") for message in point.conversation(attempt)]
+        assert formats.conversation(stored, attempt) == expected
+    assert [m["content"] for m in formats.conversation(stored, 1)][2:] == [
+        "Wrong: try again.",
+        "17",
+    ]
+    assert formats.prompt_messages(stored) == expected[:2]
+    assert formats.final_answer(stored) == "17"
