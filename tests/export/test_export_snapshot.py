@@ -22,7 +22,7 @@ from sqlalchemy import Text, cast, select
 from agent_agency.data_point import DataPoint
 from agent_agency.pool import schema
 from agent_agency.pool.sql_store import SqlStore
-from agent_agency.records import Message
+from agent_agency.records import Message, ToolCall
 from agent_agency.training import formats
 from agent_agency.training.export import ExportError, export_batch
 from agent_agency.training.feedback import record_feedback
@@ -188,3 +188,13 @@ def test_a_stored_point_s_conversations_are_the_data_point_s() -> None:
     ]
     assert formats.prompt_messages(stored) == expected[:2]
     assert formats.final_answer(stored) == "17"
+
+
+def test_tool_arguments_keep_their_numbers_exactly() -> None:
+    """An integer past 64 bits stays an integer (orjson's parser would make it a float)."""
+    arguments = {"n": 10**30, "x": 0.1, "s": "é"}
+    message = Message(
+        role="assistant", tool_calls=[ToolCall(id="c", name="f", arguments=arguments)]
+    )
+    row = formats.message_row(formats.decode(message.model_dump_json()))
+    assert row["tool_calls"][0]["function"]["arguments"] == json.dumps(arguments)

@@ -21,6 +21,8 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic_core import from_json
+
 from agent_agency.records import GraderSpec
 
 Format = Literal["trl-sft", "trl-grpo", "trl-dpo", "verl", "openrlhf", "jsonl"]
@@ -185,17 +187,11 @@ def _json_encoder() -> Callable[[Any], bytes]:
 _encode = _json_encoder()
 
 
-def _json_decoder() -> Callable[[str], Any]:
-    try:
-        import orjson
-    except ImportError:
-        return json.loads
-    return orjson.loads
-
-
-decode: Callable[[str], Any] = _json_decoder()
-"""JSON text to Python objects: orjson's parser where it is installed, else the standard
-library's (the same objects either way)."""
+def decode(text: str) -> Any:
+    """Stored JSON text to Python objects, with pydantic's parser (the one that decoded points
+    before they were built from the JSON: the same numbers; orjson's would turn an integer past
+    64 bits into a float), not validated."""
+    return from_json(text)
 
 
 def write_jsonl(path: Path, rows: Iterable[dict[str, Any] | str]) -> Written:
