@@ -4,9 +4,10 @@ PostgreSQL), and nothing decoded that the consumer does not ask for.
 
 `stream_facts` reads a point's columns only (what the export plans a batch with); the JSON
 payload comes along only for a point whose safety gate may have failed, which the columns cannot
-tell. `stream_points` decodes the payloads of the points asked for, straight from their JSON text
-(pydantic's parser: no intermediate Python objects), and yields that text beside each point. What
-is read is what ingest stored: validated and anonymized.
+tell. `stream_payloads` yields the stored JSON text of the points asked for, as it is: a bulk
+consumer decodes it without validating it again. `stream_points` decodes it into `DataPoint`s
+(pydantic's parser: no intermediate Python objects). What is read is what ingest stored:
+validated and anonymized.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Engine, Select, Text, case, cast, literal
 from sqlalchemy.dialects.postgresql import JSONB
@@ -40,10 +41,10 @@ class TimeRange:
     newest: datetime | None = None
 
 
-@dataclass(frozen=True)
-class PointFacts:
-    """A stored point as its columns describe it. `point` is its decoded payload when its safety
-    gate may have failed (None otherwise: then it did not)."""
+class PointFacts(NamedTuple):
+    """A stored point as its columns describe it. `payload` is its stored JSON text when its
+    safety gate may have failed (None otherwise: then it did not). A named tuple: a bulk read
+    makes one per point."""
 
     id: str
     timestamp: datetime
@@ -52,7 +53,7 @@ class PointFacts:
     success: bool
     quality: float  # the evaluation's quality score
     reward: float  # the recorded reward (`rl_labels.reward`)
-    point: DataPoint | None
+    payload: str | None
 
 
 def _query(where: BatchFilter, span: TimeRange, *columns: Any) -> Select[Any]:
@@ -86,14 +87,22 @@ def _stream(engine: Engine, query: Select[Any]) -> Iterator[Any]:
         result = connection.execution_options(stream_results=True, yield_per=FETCH_ROWS).execute(
             query
         )
-        yield from result
+        for rows in result.partitions():  # a batch of rows at a time: no call per row
+            yield from rows
 
 
-def stream_facts(engine: Engine, where: BatchFilter, span: TimeRange) -> Iterator[PointFacts]:
-    """The stored points `where` and `span` take, oldest first, as `PointFacts`."""
+def stream_facts(
+    engine: Engine, where: BatchFilter, span: TimeRange, *, payloads: bool = False
+) -> Iterator[PointFacts]:
+    """The stored points `where` and `span` take, oldest first, as `PointFacts`; each with its
+    payload when `payloads` is True."""
     points = schema.data_points
     dialect = engine.dialect.name
-    payload = case((_safety_may_have_failed(dialect), _payload_text()), else_=None)
+    payload = (
+        _payload_text()
+        if payloads
+        else case((_safety_may_have_failed(dialect), _payload_text()), else_=None)
+    )
     query = _query(
         where,
         span,
@@ -117,17 +126,23 @@ def stream_facts(engine: Engine, where: BatchFilter, span: TimeRange) -> Iterato
             bool(success),
             float(quality),
             float(reward),
-            None if text is None else DataPoint.model_validate_json(text),
+            text,
         )
 
 
-def stream_points(
+def stream_payloads(
     engine: Engine, where: BatchFilter, span: TimeRange, wanted: Collection[str] | None = None
-) -> Iterator[tuple[DataPoint, str]]:
-    """The stored points `where` and `span` take (only those whose ids are in `wanted`, when
-    given), oldest first, each with its JSON text as stored."""
+) -> Iterator[str]:
+    """The stored JSON text of the points `where` and `span` take (only those whose ids are in
+    `wanted`, when given), oldest first."""
     points = schema.data_points
     query = _query(where, span, points.c.id, _payload_text())
     for point_id, text in _stream(engine, query):
         if wanted is None or point_id in wanted:
-            yield DataPoint.model_validate_json(text), text
+            yield text
+
+
+def stream_points(engine: Engine, where: BatchFilter, span: TimeRange) -> Iterator[DataPoint]:
+    """The stored points `where` and `span` take, oldest first, decoded and validated."""
+    for text in stream_payloads(engine, where, span):
+        yield DataPoint.model_validate_json(text)

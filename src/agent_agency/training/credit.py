@@ -1,4 +1,4 @@
-"""Credit assignment: a data point's trajectory as transitions, each with its own reward.
+"""Credit assignment: a stored data point's trajectory as transitions, each with its own reward.
 
 Each model call is a transition: the messages it was sent, the response it returned (with its
 tool calls), the tool results sent back after it, its token counts and its turn index. Its
@@ -17,84 +17,99 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-from pydantic import Field
-
-from agent_agency.data_point import Attempt, DataPoint
-from agent_agency.records import Message, Record, ToolCall, TurnData
+from agent_agency.training.formats import StoredJson, conversation
 
 ADVANTAGE_EPSILON = 1e-6
 
 
-class Transition(Record):
-    """One model call of a trajectory, with its credit."""
+@dataclass(slots=True)
+class Transition:
+    """One model call of a stored point's trajectory, with its credit. Its messages are the
+    stored ones (`formats.StoredJson`), read from its attempt's conversation when asked for."""
 
-    attempt: int = Field(ge=1, description="the attempt's number")
-    turn: int = Field(ge=0, description="the call's index in the whole trajectory")
-    messages: list[Message] = Field(description="what the call was sent")
-    response: Message
-    tool_calls: list[ToolCall] = Field(default_factory=list)
-    tool_results: list[Message] = Field(default_factory=list)
-    input_tokens: int = 0
-    output_tokens: int = 0
-    reward: float = Field(description="this call's own reward")
-    discounted_return: float = Field(description="reward + γ·(the next call's return)")
+    attempt: int  # the attempt's number
+    turn: int  # the call's index in the whole trajectory
+    conversation: list[StoredJson]  # the whole conversation of its attempt
+    position: int  # where its response sits in `conversation`
+    input_tokens: int
+    output_tokens: int
+    reward: float  # this call's own reward
+    discounted_return: float  # reward + γ·(the next call's return)
+
+    @property
+    def messages(self) -> list[StoredJson]:
+        """What the call was sent."""
+        return self.conversation[: self.position]
+
+    @property
+    def response(self) -> StoredJson:
+        return self.conversation[self.position]
+
+    @property
+    def tool_calls(self) -> list[StoredJson]:
+        return list(self.response.get("tool_calls", ()))
+
+    @property
+    def tool_results(self) -> list[StoredJson]:
+        """The tool results sent back after it."""
+        results = []
+        for follower in self.conversation[self.position + 1 :]:
+            if follower["role"] != "tool":
+                break
+            results.append(follower)
+        return results
 
 
-def safety_failed(point: DataPoint) -> bool:
-    return any(gate.name == "safety" and not gate.passed for gate in point.evaluation.gates)
-
-
-def final_reward(point: DataPoint, override: float | None = None) -> float:
-    """The trajectory's final reward: `override` (a person's rating) where given, else the
-    recorded reward; 0 whenever the safety gate failed."""
-    return reward_after_rating(point.rl_labels.reward, safety_failed(point), override)
+def safety_failed(point: StoredJson) -> bool:
+    return any(
+        gate["name"] == "safety" and not gate["passed"]
+        for gate in point["evaluation"].get("gates", ())
+    )
 
 
 def reward_after_rating(recorded: float, failed_safety: bool, override: float | None) -> float:
-    """`final_reward` from its parts: the recorded reward, whether the safety gate failed, and a
-    person's rating (None: none)."""
+    """The trajectory's final reward from its parts: the recorded reward, whether the safety
+    gate failed, and a person's rating (None: none). `override` (the rating) where given, else
+    the recorded reward; 0 whenever the safety gate failed."""
     if failed_safety:
         return 0.0
     return recorded if override is None else override
 
 
 def transitions(
-    point: DataPoint, *, gamma: float, override: float | None = None
+    point: StoredJson, *, gamma: float, override: float | None = None
 ) -> list[Transition]:
-    """Every model call of `point`'s trajectory, in order, with per-turn rewards and returns."""
-    multiplier = 0.0 if safety_failed(point) else _multiplier(point)
+    """Every model call of the stored point `point`'s trajectory, in order, with per-turn
+    rewards and returns."""
+    failed = safety_failed(point)
+    multiplier = 0.0 if failed else _multiplier(point)
     steps: list[Transition] = []
-    last_attempt = len(point.trajectory) - 1
-    for index, attempt in enumerate(point.trajectory):
-        conversation = point.conversation(index)
-        calls = _calls(attempt, len(conversation), conversation)
+    trajectory = point.get("trajectory", ())
+    last_attempt = len(trajectory) - 1
+    for index, attempt in enumerate(trajectory):
+        messages = conversation(point, index)
+        calls = _calls(attempt, messages)
         for position, (response, input_tokens, output_tokens, rewards) in enumerate(calls):
             last_call = position == len(calls) - 1
             if last_call and index == last_attempt:
-                reward = final_reward(point, override)
+                reward = reward_after_rating(point["rl_labels"]["reward"], failed, override)
             elif rewards:
-                reward = multiplier * sum(turn.turn_reward for turn in rewards) / len(rewards)
+                total = sum(turn.get("turn_reward", 0.0) for turn in rewards)
+                reward = multiplier * total / len(rewards)
             else:
                 reward = 0.0
-            message = conversation[response]
-            results = []
-            for follower in conversation[response + 1 :]:
-                if follower.role != "tool":
-                    break
-                results.append(follower)
             steps.append(
                 Transition(
-                    attempt=attempt.number,
-                    turn=len(steps),
-                    messages=conversation[:response],
-                    response=message,
-                    tool_calls=message.tool_calls,
-                    tool_results=results,
-                    input_tokens=input_tokens,
-                    output_tokens=output_tokens,
-                    reward=reward,
-                    discounted_return=0.0,
+                    attempt["number"],
+                    len(steps),
+                    messages,
+                    response,
+                    input_tokens,
+                    output_tokens,
+                    float(reward),
+                    0.0,
                 )
             )
     following = 0.0
@@ -104,26 +119,32 @@ def transitions(
     return steps
 
 
-def _multiplier(point: DataPoint) -> float:
-    metrics = point.evaluation.minimal_diff
-    return 1.0 if metrics is None else metrics.reward_multiplier
+def _multiplier(point: StoredJson) -> float:
+    metrics = point["evaluation"].get("minimal_diff")
+    return 1.0 if metrics is None else float(metrics["reward_multiplier"])
 
 
 def _calls(
-    attempt: Attempt, length: int, conversation: Sequence[Message]
-) -> list[tuple[int, int, int, list[TurnData]]]:
+    attempt: StoredJson, messages: Sequence[StoredJson]
+) -> list[tuple[int, int, int, Sequence[StoredJson]]]:
     """(response index, input tokens, output tokens, rewards) of each model call. A point
     stored before calls were recorded has no turns: each assistant message of its own is one."""
-    if attempt.turns:
+    turns = attempt.get("turns")
+    if turns:
         return [
-            (turn.response, turn.input_tokens, turn.output_tokens, list(turn.rewards))
-            for turn in attempt.turns
-            if turn.response < length
+            (
+                turn["response"],
+                turn.get("input_tokens", 0),
+                turn.get("output_tokens", 0),
+                turn.get("rewards", ()),
+            )
+            for turn in turns
+            if turn["response"] < len(messages)
         ]
     return [
         (index, 0, 0, [])
-        for index in range(attempt.shared, length)
-        if conversation[index].role == "assistant"
+        for index in range(attempt.get("shared", 0), len(messages))
+        if messages[index]["role"] == "assistant"
     ]
 
 

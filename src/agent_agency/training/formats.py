@@ -1,4 +1,5 @@
-"""The rows of each export format, built from anonymized data points, and the files they go to.
+"""The rows of each export format, built from anonymized data points as the pool stores them
+(their JSON, decoded without validating it again: `StoredJson`), and the files they go to.
 
 - trl-sft (JSONL): `messages`, the conversation with its tool turns (TRL `SFTTrainer`).
 - trl-grpo (JSONL): `prompt` (messages), `grader`, `reference` (JSON text), `task_id`,
@@ -14,91 +15,113 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any, Literal
 
-from agent_agency.data_point import DataPoint
-from agent_agency.records import GraderSpec, Message
+from pydantic_core import from_json
+
+from agent_agency.records import GraderSpec
 
 Format = Literal["trl-sft", "trl-grpo", "trl-dpo", "verl", "openrlhf", "jsonl"]
 FORMATS: tuple[Format, ...] = ("trl-sft", "trl-grpo", "trl-dpo", "verl", "openrlhf", "jsonl")
 PARQUET_FORMATS: frozenset[Format] = frozenset({"verl"})
 PARQUET_ROWS = 10_000  # rows per parquet row group: memory stays bounded while streaming
+WRITE_BUFFER = 1 << 20  # bytes: a JSONL file is written a megabyte at a time
+
+StoredJson = Mapping[str, Any]
+"""A data point, or a part of one, as the JSON object the pool stores (`DataPoint`'s JSON,
+validated and anonymized at ingest): the rows are built from it without validating it again."""
 
 
 def file_name(format_: Format) -> str:
     return "train.parquet" if format_ in PARQUET_FORMATS else "train.jsonl"
 
 
-def message_row(message: Message) -> dict[str, Any]:
-    """A message as chat templates read it (OpenAI's shape). Tool call arguments are JSON text:
-    a column of free-form objects has no single Arrow type."""
-    row: dict[str, Any] = {"role": message.role, "content": message.content}
-    if message.tool_calls:
+def message_row(message: StoredJson) -> dict[str, Any]:
+    """A stored message as chat templates read it (OpenAI's shape). Tool call arguments are JSON
+    text: a column of free-form objects has no single Arrow type."""
+    row: dict[str, Any] = {"role": message["role"], "content": message.get("content", "")}
+    calls = message.get("tool_calls")
+    if calls:
         row["tool_calls"] = [
             {
-                "id": call.id,
+                "id": call["id"],
                 "type": "function",
-                "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+                "function": {
+                    "name": call["name"],
+                    "arguments": json.dumps(call.get("arguments", {})),
+                },
             }
-            for call in message.tool_calls
+            for call in calls
         ]
-    if message.tool_call_id is not None:
-        row["tool_call_id"] = message.tool_call_id
-    if message.name is not None:
-        row["name"] = message.name
+    if message.get("tool_call_id") is not None:
+        row["tool_call_id"] = message["tool_call_id"]
+    if message.get("name") is not None:
+        row["name"] = message["name"]
     return row
 
 
-def prompt_messages(point: DataPoint) -> list[Message]:
+def conversation(point: StoredJson, attempt: int) -> list[StoredJson]:
+    """`DataPoint.conversation` of a stored point: the whole conversation of its attempt
+    `attempt` (a list index), the messages it shares with the attempt before it, then its own."""
+    messages: list[StoredJson] = []
+    for own in point["trajectory"][: attempt + 1]:
+        messages = [*messages[: own.get("shared", 0)], *own.get("messages", ())]
+    return messages
+
+
+def _user(point: StoredJson) -> StoredJson:
+    return {"role": "user", "content": point["task"]["prompt"]}
+
+
+def prompt_messages(point: StoredJson) -> list[StoredJson]:
     """What the first model call was sent: the first attempt's messages before its first
     response (the task prompt as a user turn when no conversation was recorded)."""
-    if point.trajectory:
-        conversation = point.conversation(0)
+    if point.get("trajectory"):
+        messages = conversation(point, 0)
         first = next(
-            (index for index, message in enumerate(conversation) if message.role == "assistant"),
-            len(conversation),
+            (index for index, message in enumerate(messages) if message["role"] == "assistant"),
+            len(messages),
         )
         if first:
-            return conversation[:first]
-    return [Message(role="user", content=point.task.prompt)]
+            return messages[:first]
+    return [_user(point)]
 
 
-def final_answer(point: DataPoint) -> str:
+def final_answer(point: StoredJson) -> str:
     """The last answer of the trajectory (the execution's final output when none recorded)."""
-    if point.trajectory:
-        conversation = point.conversation(len(point.trajectory) - 1)
-        for message in reversed(conversation):
-            if message.role == "assistant" and not message.tool_calls:
-                return message.content
-    return point.execution.final_output
+    trajectory = point.get("trajectory")
+    if trajectory:
+        for message in reversed(conversation(point, len(trajectory) - 1)):
+            if message["role"] == "assistant" and not message.get("tool_calls"):
+                return str(message.get("content", ""))
+    return str(point["execution"].get("final_output", ""))
 
 
-def sft_row(point: DataPoint) -> dict[str, Any]:
+def sft_row(point: StoredJson) -> dict[str, Any]:
     """The final attempt's whole conversation: it ends with the answer that passed."""
-    if point.trajectory:
-        conversation = point.conversation(len(point.trajectory) - 1)
-    else:
-        conversation = [Message(role="user", content=point.task.prompt)]
-    if not conversation or conversation[-1].role != "assistant":
-        conversation = [*conversation, Message(role="assistant", content=final_answer(point))]
-    return {"messages": [message_row(message) for message in conversation]}
+    trajectory = point.get("trajectory")
+    messages = conversation(point, len(trajectory) - 1) if trajectory else [_user(point)]
+    if not messages or messages[-1]["role"] != "assistant":
+        messages = [*messages, {"role": "assistant", "content": final_answer(point)}]
+    return {"messages": [message_row(message) for message in messages]}
 
 
-def grpo_row(point: DataPoint, grader: GraderSpec) -> dict[str, Any]:
+def grpo_row(point: StoredJson, grader: GraderSpec) -> dict[str, Any]:
+    task = point["task"]
     return {
         "prompt": [message_row(message) for message in prompt_messages(point)],
         "grader": grader.kind,
         "reference": json.dumps(grader.reference),
-        "task_id": point.task.task_id,
-        "task_type": point.task.task_type,
+        "task_id": task["task_id"],
+        "task_type": task["task_type"],
     }
 
 
-def dpo_row(point: DataPoint, chosen: str, rejected: str) -> dict[str, Any]:
+def dpo_row(point: StoredJson, chosen: str, rejected: str) -> dict[str, Any]:
     return {
         "prompt": [message_row(message) for message in prompt_messages(point)],
         "chosen": [{"role": "assistant", "content": chosen}],
@@ -106,30 +129,34 @@ def dpo_row(point: DataPoint, chosen: str, rejected: str) -> dict[str, Any]:
     }
 
 
-def verl_row(point: DataPoint, grader: GraderSpec, index: int, reward: float) -> dict[str, Any]:
+def _role_and_content(point: StoredJson) -> list[dict[str, Any]]:
+    return [
+        {"role": message["role"], "content": message.get("content", "")}
+        for message in prompt_messages(point)
+    ]
+
+
+def verl_row(point: StoredJson, grader: GraderSpec, index: int, reward: float) -> dict[str, Any]:
+    task = point["task"]
     return {
-        "data_source": f"agency/{point.task.suite}",
-        "prompt": [
-            {"role": message.role, "content": message.content} for message in prompt_messages(point)
-        ],
-        "ability": point.task.task_type,
+        "data_source": f"agency/{task['suite']}",
+        "prompt": _role_and_content(point),
+        "ability": task["task_type"],
         "reward_model": {"style": "rule", "ground_truth": json.dumps(grader.reference)},
         "extra_info": {
             "split": "train",
             "index": index,
-            "task_id": point.task.task_id,
-            "point_id": point.id,
+            "task_id": task["task_id"],
+            "point_id": point["id"],
             "grader": grader.kind,
             "reward": reward,
         },
     }
 
 
-def openrlhf_row(point: DataPoint, grader: GraderSpec | None, reward: float) -> dict[str, Any]:
+def openrlhf_row(point: StoredJson, grader: GraderSpec | None, reward: float) -> dict[str, Any]:
     return {
-        "input": [
-            {"role": message.role, "content": message.content} for message in prompt_messages(point)
-        ],
+        "input": _role_and_content(point),
         "output": final_answer(point),
         "label": None if grader is None else json.dumps(grader.reference),
         "reward": reward,
@@ -160,10 +187,17 @@ def _json_encoder() -> Callable[[Any], bytes]:
 _encode = _json_encoder()
 
 
+def decode(text: str) -> Any:
+    """Stored JSON text to Python objects, with pydantic's parser (the one that decoded points
+    before they were built from the JSON: the same numbers; orjson's would turn an integer past
+    64 bits into a float), not validated."""
+    return from_json(text)
+
+
 def write_jsonl(path: Path, rows: Iterable[dict[str, Any] | str]) -> Written:
     """Rows (objects, or their JSON text) one a line, streamed."""
     count = 0
-    with path.open("wb") as out:
+    with path.open("wb", buffering=WRITE_BUFFER) as out:
         for row in rows:
             out.write(row.encode() if isinstance(row, str) else _encode(row))
             out.write(b"\n")

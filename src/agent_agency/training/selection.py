@@ -68,7 +68,7 @@ def iter_selected(
 ) -> Iterator[DataPoint]:
     """The train-split points `selection` takes, oldest first (balance not applied)."""
     span = time_range(selection, now or utcnow())
-    for point, _ in stream_points(store.engine, train_points(selection), span):
+    for point in stream_points(store.engine, train_points(selection), span):
         if point.task.split != Split.TRAIN:  # the query's guarantee, kept here as well
             continue
         if not selection.include_failures and not point.execution.success:
