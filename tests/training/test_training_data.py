@@ -63,7 +63,8 @@ def test_a_conversation_as_the_export_writes_it_trains() -> None:
         Message(role="tool", name="calc", tool_call_id="c1", content="4"),
         Message(role="assistant", content="4"),
     ]
-    exported = json.loads(json.dumps({"messages": [message_row(m) for m in conversation]}))
+    stored = [message.model_dump(mode="json") for message in conversation]
+    exported = json.loads(json.dumps({"messages": [message_row(m) for m in stored]}))
     assert exported["messages"][1]["tool_calls"][0]["function"]["arguments"] == '{"x": "2+2"}'
     [example] = sft_examples([exported])
     assert example["prompt"][1]["content"] == 'CALL calc {"x": "2+2"}'
