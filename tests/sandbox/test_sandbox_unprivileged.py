@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -51,25 +51,43 @@ def _wrapper() -> str:
     return f'{expose}exec setpriv --reuid={UNPRIVILEGED} --regid={UNPRIVILEGED} --clear-groups "$@"'
 
 
+def _readable_copy() -> Path:
+    """The repository's code, tests, docs and configuration copied where UNPRIVILEGED may read them:
+    a checkout may sit in a directory only root enters (a `mktemp -d` clone, /root)."""
+    copy = Path(world_open_dir())
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for part in ("src", "tests", "docs"):
+        shutil.copytree(REPOSITORY / part, copy / part, ignore=ignore)
+    shutil.copy2(REPOSITORY / "pyproject.toml", copy / "pyproject.toml")
+    for folder, directories, files in os.walk(copy):
+        for name in directories:
+            os.chmod(Path(folder) / name, 0o755)
+        for name in files:
+            os.chmod(Path(folder) / name, 0o644)
+    return copy
+
+
 @pytest.fixture(scope="module")
-def unprivileged() -> Unprivileged:
-    """Run a command as UNPRIVILEGED (from the repository root, `src` on the path)."""
+def unprivileged() -> Iterator[Unprivileged]:
+    """Run a command as UNPRIVILEGED (from a readable copy of the repository, `src` on the
+    path)."""
     if os.geteuid() != 0:
         pytest.skip("already unprivileged: the other sandbox tests run without root here")
     missing = [tool for tool in ("unshare", "setpriv") if shutil.which(tool) is None]
     assert not missing, f"util-linux's {', '.join(missing)} needed to switch users"
     script = _wrapper()
+    repository = _readable_copy()
 
     def run(*command: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
         environment = {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "PYTHONPATH": str(REPOSITORY / "src"),
+            "PYTHONPATH": str(repository / "src"),
             "HOME": "/tmp",
             "LANG": "C.UTF-8",
         }
         return subprocess.run(
             ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *command],
-            cwd=REPOSITORY,
+            cwd=repository,
             env=environment,
             capture_output=True,
             text=True,
@@ -77,7 +95,10 @@ def unprivileged() -> Unprivileged:
             check=False,
         )
 
-    return run
+    try:
+        yield run
+    finally:
+        shutil.rmtree(repository, ignore_errors=True)
 
 
 PROBE = textwrap.dedent(
