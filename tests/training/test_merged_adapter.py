@@ -206,6 +206,8 @@ def test_the_merged_file_is_reused_and_remade_when_the_adapter_changes(
     adapter.write_bytes(tiny_lora.read_bytes())
     first = merged_model_file(tiny_gguf, adapter)
     assert first.parent == tmp_path and first.name.startswith("adapter.merged-")
+    # readable as any file the user writes (the umask's permissions, as the adapter's)
+    assert first.stat().st_mode & 0o777 == adapter.stat().st_mode & 0o777
     written = first.stat().st_mtime_ns
     assert merged_model_file(tiny_gguf, adapter) == first
     assert first.stat().st_mtime_ns == written  # not written again

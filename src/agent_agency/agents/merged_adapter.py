@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,8 +65,8 @@ def write_merged_model(base: Path, adapter: Path, out: Path) -> Path:
             "on another base model?"
         )
 
-    handle, temporary = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-    os.close(handle)
+    # a name of this process and thread: created with the umask's permissions, unlike mkstemp's
+    temporary = out.with_name(f".{out.name}.{os.getpid()}-{threading.get_ident()}.tmp")
     try:
         writer = GGUFWriter(temporary, architecture)
         _copy_metadata(reader, writer)
@@ -85,7 +84,7 @@ def write_merged_model(base: Path, adapter: Path, out: Path) -> Path:
         writer.close()
         os.replace(temporary, out)
     finally:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
     return out
 
 
