@@ -139,7 +139,7 @@ def main() -> None:
 SmolLM2-135M-Instruct Q4_1 through the embedded backend (llama-cpp-python, {default_threads()}
 thread(s), greedy, up to {GENERATE_TOKENS} tokens): alone; with a LoRA adapter GGUF
 ({described}) merged into the base's weights, as the backend serves a trained version by
-default (adapted tensors requantized to Q8_0; merging took {merge_s:.1f} s and wrote
+default (adapted tensors written as F16; merging took {merge_s:.1f} s and wrote
 {merged_mb:.0f} MB beside the adapter, once per version); and with the adapter passed to llama.cpp
 as `lora_path`, applied beside the base at every token (`embedded.merge_adapters: false`).
 Median of {RUNS} interleaved runs each. {trained} 1-minute load average when it finished:

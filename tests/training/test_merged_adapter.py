@@ -1,6 +1,6 @@
 """A LoRA adapter merged into its base GGUF: the merged weights are the base plus the scaled
 product, llama.cpp computes the same next-token logits from the merged model as from the base
-with the adapter applied, a quantized base tensor comes back as Q8_0, and the local backend
+with the adapter applied, a quantized base tensor comes back as F16, and the local backend
 serves a version's adapter merged (once, beside the adapter) unless told not to."""
 
 from __future__ import annotations
@@ -148,26 +148,28 @@ def _lora_file(path: Path, tensors: dict[str, np.ndarray[Any, Any]]) -> Path:
     return path
 
 
-def test_a_quantized_base_tensor_is_merged_in_float_and_written_as_q8_0(tmp_path: Path) -> None:
+def test_a_quantized_base_tensor_is_merged_in_float_and_written_as_f16(tmp_path: Path) -> None:
     from gguf import GGMLQuantizationType, quants
 
     rng = np.random.default_rng(0)
     weights = rng.normal(0, 0.05, (96, 64)).astype(np.float32)  # (n_out, n_in)
     base = _quantized_base(tmp_path / "base.gguf", weights)
-    a = rng.normal(0, 0.1, (2, 64)).astype(np.float32)  # rank 2: alpha 2 / rank 2 = scale 1
-    b = rng.normal(0, 0.1, (96, 2)).astype(np.float32)
+    # rank 2: alpha 2 / rank 2 = scale 1; a change of ~0.2% of the weights, as GRPO's
+    a = rng.normal(0, 0.01, (2, 64)).astype(np.float32)
+    b = rng.normal(0, 0.01, (96, 2)).astype(np.float32)
     lora = _lora_file(
         tmp_path / "lora.gguf", {"blk.0.attn_q.weight.lora_a": a, "blk.0.attn_q.weight.lora_b": b}
     )
     merged = _tensors(write_merged_model(base, lora, tmp_path / "merged.gguf"))
     tensor = merged["blk.0.attn_q.weight"]
-    assert tensor.tensor_type == GGMLQuantizationType.Q8_0
+    assert tensor.tensor_type == GGMLQuantizationType.F16
     stored = _tensors(base)["blk.0.attn_q.weight"]
-    expected = quants.dequantize(stored.data, GGMLQuantizationType.Q4_1) + b @ a
-    got = quants.dequantize(tensor.data, GGMLQuantizationType.Q8_0)
-    # Q8_0 rounds each block of 32 to 1/254 of its largest magnitude
-    assert np.abs(got - expected).max() <= np.abs(expected).max() / 254 + 1e-6
-    assert np.abs(got - expected).max() < np.abs(b @ a).max() / 10  # the LoRA is not rounded away
+    before = quants.dequantize(stored.data, GGMLQuantizationType.Q4_1)
+    got = np.array(tensor.data, dtype=np.float32)
+    # the LoRA's change survives F16's rounding: what was added is the product to within 15%
+    # of its norm (Q8_0 would miss it by more than the change itself: 1.9 times its norm)
+    added = got - before
+    assert np.linalg.norm(added - b @ a) < 0.15 * np.linalg.norm(b @ a)
 
 
 def test_an_adapter_that_does_not_fit_the_base_is_refused(tmp_path: Path) -> None:

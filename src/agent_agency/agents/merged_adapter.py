@@ -6,10 +6,13 @@ and it loads the model without mmap. Merged, the version is a plain model again:
 adapted tensor `W` (numpy shape `(n_out, n_in)`), `W + alpha / rank * B @ A`, with `A`
 (`lora_a`, `(rank, n_in)`) and `B` (`lora_b`, `(n_out, rank)`) read from the adapter GGUF.
 
-A quantized base tensor is dequantized, merged in float32 and written as Q8_0 (8-bit blocks of
-32): finer than the 4- and 5-bit types small models ship in, so the base's own values survive
-and the LoRA's small change is not rounded away. Float tensors keep their type; every other
-tensor and all the metadata (tokenizer, chat template) are copied as they are.
+A quantized base tensor is dequantized, merged in float32 and written as F16: a LoRA changes a
+weight matrix by a fraction of a percent of its norm (0.1-0.2% measured after GRPO), below the
+rounding of Q8_0 (up to 0.4% of a block's largest value), so an 8-bit merge served visibly
+different answers (held-out quality 0.185 against 0.248 with the adapter applied); F16 rounds
+to 0.05%, as fine as the f16 adapter itself, at the same speed on the embedded model. Float
+tensors keep their type; every other tensor and all the metadata (tokenizer, chat template)
+are copied as they are.
 
 The merged file is written once beside the adapter, named after the adapter and a digest of both
 inputs (path, size, modification time), so a retrained adapter or another base gets its own file
@@ -27,7 +30,6 @@ from typing import Any
 
 import numpy as np
 
-MERGED_QUANTIZATION = "Q8_0"
 _MERGE_LOCK = threading.Lock()
 
 
@@ -150,7 +152,7 @@ def _copy_metadata(reader: Any, writer: Any) -> None:
 
 
 def _merged_tensor(tensor: Any, lora_a: Any, lora_b: Any, *, scale: float) -> tuple[Any, Any]:
-    """`tensor` + scale * B @ A, in its own float type or, when quantized, as Q8_0."""
+    """`tensor` + scale * B @ A: F32 stays F32, anything else (F16, quantized) becomes F16."""
     from gguf import GGMLQuantizationType, quants
 
     kind = GGMLQuantizationType(tensor.tensor_type)
@@ -162,10 +164,9 @@ def _merged_tensor(tensor: Any, lora_a: Any, lora_b: Any, *, scale: float) -> tu
             f"tensor {weights.shape}; was the adapter trained on another base model?"
         )
     weights += delta
-    if kind in (GGMLQuantizationType.F32, GGMLQuantizationType.F16):
-        return weights.astype(np.float32 if kind == GGMLQuantizationType.F32 else np.float16), kind
-    q8_0 = GGMLQuantizationType[MERGED_QUANTIZATION]
-    return quants.quantize(weights, q8_0), q8_0
+    if kind == GGMLQuantizationType.F32:
+        return weights, kind
+    return weights.astype(np.float16), GGMLQuantizationType.F16
 
 
 def _inputs_digest(base: Path, adapter: Path) -> str:
