@@ -15,8 +15,8 @@ tensors keep their type; every other tensor and all the metadata (tokenizer, cha
 are copied as they are.
 
 The merged file is written once beside the adapter, named after the adapter and a digest of both
-inputs (path, size, modification time), so a retrained adapter or another base gets its own file
-and a stale one is never served.
+inputs (path, size, modification time) and of the merge method, so a retrained adapter, another
+base or another release's way of merging gets its own file and a stale one is never served.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+# Part of the merged file's name: a file written by another way of merging is not reused.
+MERGE_METHOD = "f16-1"
 _MERGE_LOCK = threading.Lock()
 
 
@@ -170,7 +172,7 @@ def _merged_tensor(tensor: Any, lora_a: Any, lora_b: Any, *, scale: float) -> tu
 
 
 def _inputs_digest(base: Path, adapter: Path) -> str:
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(MERGE_METHOD.encode())
     for path in (base, adapter):
         stat = path.stat()
         digest.update(f"{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
