@@ -413,30 +413,3 @@ def test_replay_refuses_a_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     (tmp_path / "spills").mkdir()
     result = CliRunner().invoke(app, ["replay", "spills", "--db", "x.db"])
     assert result.exit_code == 2 and "FILE: file 'spills' is a directory" in result.output
-
-
-def test_an_open_tracker_caps_the_gil_switch_interval_and_closing_restores_it(
-    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """While a tracker is open a caller waits at most `CALLER_WAIT_S` for the GIL its writer
-    holds; the last tracker to close puts back the interval it found."""
-    import sys
-
-    from agent_agency.tracking import switch_interval
-    from agent_agency.tracking.switch_interval import CALLER_WAIT_S
-
-    # No other tracker open in this process (one an earlier test left open holds the cap).
-    monkeypatch.setattr(switch_interval, "_holders", 0)
-    monkeypatch.setattr(switch_interval, "_found", None)
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(0.005)
-    found = sys.getswitchinterval()
-    first = Tracker(store, spill_dir=tmp_path)
-    second = Tracker(store, spill_dir=tmp_path)
-    assert sys.getswitchinterval() <= CALLER_WAIT_S < found
-    first.close()
-    assert sys.getswitchinterval() <= CALLER_WAIT_S
-    second.close()
-    second.close()  # closing twice restores nothing twice
-    assert sys.getswitchinterval() == found
-    sys.setswitchinterval(before)
