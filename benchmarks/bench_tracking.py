@@ -112,10 +112,12 @@ def opentelemetry(folder: Path) -> tuple[Callable[[], None], Callable[[], None]]
     return call, provider.shutdown
 
 
-def preemptions() -> int:
-    """Times the OS took this thread off its core for another (involuntary context switches);
-    waiting for the GIL or a lock is a voluntary switch and is not counted."""
-    return resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw
+def switches() -> tuple[int, int]:
+    """(preemptions, waits) of this thread: the times the OS took it off its core for another
+    (involuntary context switches), and the times it blocked (voluntary ones: for the GIL
+    another thread held, or a lock)."""
+    usage = resource.getrusage(resource.RUSAGE_THREAD)
+    return usage.ru_nivcsw, usage.ru_nvcsw
 
 
 def percentiles(samples_ns: list[int]) -> dict[str, float]:
@@ -142,18 +144,22 @@ def run(quick: bool = False) -> dict[str, Any]:
             pipelines["OpenTelemetry SDK, BatchSpanProcessor"] = peer[0]
         timings: dict[str, list[int]] = {name: [] for name in pipelines}
         own: dict[str, list[int]] = {name: [] for name in pipelines}
+        # the calls not preempted that blocked (for the GIL, mostly): where a stall comes from
+        blocked: dict[str, int] = dict.fromkeys(pipelines, 0)
         clock = time.perf_counter_ns
         for _ in range(operations // BLOCK):
             for name, call in pipelines.items():
                 spent, kept = timings[name], own[name]
                 for _ in range(BLOCK):
-                    before = preemptions()
+                    preempted, waited = switches()
                     started = clock()
                     call()
                     took = clock() - started
                     spent.append(took)
-                    if preemptions() == before:
+                    after = switches()
+                    if after[0] == preempted:
                         kept.append(took)
+                        blocked[name] += after[1] != waited
         started = clock()
         tracker.close()
         close_s = (clock() - started) / 1e9
@@ -173,6 +179,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         "preempted_share": {
             name: 1 - len(own[name]) / len(spent) for name, spent in timings.items()
         },
+        "blocked_share": {name: blocked[name] / len(kept) for name, kept in own.items()},
         "tracker_close_s": close_s,
         "spans_stored": stored,
         "spans_acknowledged": tracker.written,
@@ -215,7 +222,10 @@ def section(figures: dict[str, Any]) -> str:
         "| call site | p50 | p99 | p99.9 | preempted "
         "| p50, not preempted | p99, not preempted | p99.9, not preempted |\n"
         "| --- | --- | --- | --- | --- | --- | --- | --- |\n" + "\n".join(rows) + "\n\n"
-        f"{ratios}Targets: p99 ≤ 20 µs, p99.9 ≤ 200 µs. Spans acknowledged "
+        f"{ratios}Targets: p99 ≤ 20 µs, p99.9 ≤ 200 µs. Calls not preempted that blocked "
+        "(waited for the GIL another thread held, or a lock): "
+        + ", ".join(f"{name} {share:.2%}" for name, share in figures["blocked_share"].items())
+        + f". Spans acknowledged "
         f"{figures['spans_acknowledged']:,}, stored {figures['spans_stored']:,}; "
         f"`Tracker.close()` (the last flush) {figures['tracker_close_s']:.2f} s."
         + (
