@@ -71,6 +71,21 @@ def test_interval_writes_without_flush(store: Store, tmp_path: Path) -> None:
     tracker.close()
 
 
+def test_a_full_batch_wakes_the_writer_before_its_interval(store: Store, tmp_path: Path) -> None:
+    """The writer sleeps between batches; the record that fills a batch wakes it (an hour's
+    interval would otherwise keep the batch waiting)."""
+    import time
+
+    tracker = Tracker(store, batch_size=3, flush_interval_s=3600.0, spill_dir=tmp_path)
+    for i in range(3):
+        tracker.record(decision(i))
+    deadline = time.monotonic() + 10
+    while count(store, routing_decisions) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert count(store, routing_decisions) == 3
+    tracker.close()
+
+
 def test_unwritable_store_spills_records_to_a_file(store: Store, tmp_path: Path) -> None:
     with store.engine.begin() as connection:
         connection.execute(text("DROP TABLE routing_decisions"))
