@@ -5,9 +5,12 @@ OpenTelemetry GenAI attributes of a chat call (`tracking/spans.py`) and hand it 
 `Span` record passed to `Tracker.record`, whose writer thread stores batches in a SQLite pool
 (WAL, one transaction per batch). The peer: the OpenTelemetry SDK's tracer with a
 `BatchSpanProcessor` whose exporter appends each span's JSON to a file. Both pipelines run in the
-same process, in alternating blocks of operations, so each one's background work weighs on the
-other's call sites alike; every call is timed by the wall clock (a stall is a wall-clock event).
-At the end every span the tracker acknowledged must be in the pool (nothing lost).
+same process, in alternating blocks of operations; after each block (untimed) its pipeline's
+background work is drained (`Tracker.flush`, `TracerProvider.force_flush`), so each pipeline's
+call sites bear its own background work, not the backlog of the other's (the OpenTelemetry
+exporter's, some 36 µs of Python per span, held the GIL in 5 ms slices during our blocks). Every
+call is timed by the wall clock (a stall is a wall-clock event). At the end every span the
+tracker acknowledged must be in the pool (nothing lost).
 
 Usage: python benchmarks/bench_tracking.py [--quick] [--json PATH]
 """
@@ -78,8 +81,11 @@ def ours_prebuilt(tracker: Tracker, trace_id: str, n: int) -> Callable[[], None]
     return call
 
 
-def opentelemetry(folder: Path) -> tuple[Callable[[], None], Callable[[], None]] | None:
-    """(one call, shutdown) with the OpenTelemetry SDK, or None when it is not installed."""
+def opentelemetry(
+    folder: Path,
+) -> tuple[Callable[[], None], Callable[[], object], Callable[[], None]] | None:
+    """(one call, drain what is queued, shutdown) with the OpenTelemetry SDK, or None when it is
+    not installed."""
     try:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import (
@@ -109,7 +115,7 @@ def opentelemetry(folder: Path) -> tuple[Callable[[], None], Callable[[], None]]
     def call() -> None:
         tracer.start_span("chat smollm2-135m", attributes=ATTRIBUTES).end()
 
-    return call, provider.shutdown
+    return call, provider.force_flush, provider.shutdown
 
 
 def switches() -> tuple[int, int]:
@@ -133,22 +139,24 @@ def run(quick: bool = False) -> dict[str, Any]:
         store = Store.open(f"sqlite:///{folder / 'bench.db'}")
         tracker = Tracker(store, spill_dir=folder)
         trace = new_id()
-        pipelines: dict[str, Callable[[], None]] = {
-            OURS: ours(tracker, trace),
-            "ours: Tracker.record alone (span built beforehand)": ours_prebuilt(
-                tracker, trace, operations
+        # each pipeline: (one call, drain its background work)
+        pipelines: dict[str, tuple[Callable[[], None], Callable[[], object]]] = {
+            OURS: (ours(tracker, trace), tracker.flush),
+            "ours: Tracker.record alone (span built beforehand)": (
+                ours_prebuilt(tracker, trace, operations),
+                tracker.flush,
             ),
         }
         peer = opentelemetry(folder)
         if peer is not None:
-            pipelines["OpenTelemetry SDK, BatchSpanProcessor"] = peer[0]
+            pipelines["OpenTelemetry SDK, BatchSpanProcessor"] = peer[:2]
         timings: dict[str, list[int]] = {name: [] for name in pipelines}
         own: dict[str, list[int]] = {name: [] for name in pipelines}
         # the calls not preempted that blocked (for the GIL, mostly): where a stall comes from
         blocked: dict[str, int] = dict.fromkeys(pipelines, 0)
         clock = time.perf_counter_ns
         for _ in range(operations // BLOCK):
-            for name, call in pipelines.items():
+            for name, (call, drain) in pipelines.items():
                 spent, kept = timings[name], own[name]
                 for _ in range(BLOCK):
                     preempted, waited = switches()
@@ -160,12 +168,13 @@ def run(quick: bool = False) -> dict[str, Any]:
                     if after[0] == preempted:
                         kept.append(took)
                         blocked[name] += after[1] != waited
+                drain()
         started = clock()
         tracker.close()
         close_s = (clock() - started) / 1e9
         exported = None
         if peer is not None:
-            peer[1]()
+            peer[2]()
             with (folder / "otel.jsonl").open(encoding="utf-8") as lines:
                 exported = sum(1 for _ in lines)
         with store.engine.connect() as connection:
