@@ -5,9 +5,12 @@ OpenTelemetry GenAI attributes of a chat call (`tracking/spans.py`) and hand it 
 `Span` record passed to `Tracker.record`, whose writer thread stores batches in a SQLite pool
 (WAL, one transaction per batch). The peer: the OpenTelemetry SDK's tracer with a
 `BatchSpanProcessor` whose exporter appends each span's JSON to a file. Both pipelines run in the
-same process, in alternating blocks of operations, so each one's background work weighs on the
-other's call sites alike; every call is timed by the wall clock (a stall is a wall-clock event).
-At the end every span the tracker acknowledged must be in the pool (nothing lost).
+same process, in alternating blocks of operations; after each block (untimed) its pipeline's
+background work is drained (`Tracker.flush`, `TracerProvider.force_flush`), so each pipeline's
+call sites bear its own background work, not the backlog of the other's (the OpenTelemetry
+exporter's, some 36 µs of Python per span, held the GIL in 5 ms slices during our blocks). Every
+call is timed by the wall clock (a stall is a wall-clock event). At the end every span the
+tracker acknowledged must be in the pool (nothing lost).
 
 Usage: python benchmarks/bench_tracking.py [--quick] [--json PATH]
 """
@@ -78,8 +81,11 @@ def ours_prebuilt(tracker: Tracker, trace_id: str, n: int) -> Callable[[], None]
     return call
 
 
-def opentelemetry(folder: Path) -> tuple[Callable[[], None], Callable[[], None]] | None:
-    """(one call, shutdown) with the OpenTelemetry SDK, or None when it is not installed."""
+def opentelemetry(
+    folder: Path,
+) -> tuple[Callable[[], None], Callable[[], object], Callable[[], None]] | None:
+    """(one call, drain what is queued, shutdown) with the OpenTelemetry SDK, or None when it is
+    not installed."""
     try:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import (
@@ -109,13 +115,15 @@ def opentelemetry(folder: Path) -> tuple[Callable[[], None], Callable[[], None]]
     def call() -> None:
         tracer.start_span("chat smollm2-135m", attributes=ATTRIBUTES).end()
 
-    return call, provider.shutdown
+    return call, provider.force_flush, provider.shutdown
 
 
-def preemptions() -> int:
-    """Times the OS took this thread off its core for another (involuntary context switches);
-    waiting for the GIL or a lock is a voluntary switch and is not counted."""
-    return resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw
+def switches() -> tuple[int, int]:
+    """(preemptions, waits) of this thread: the times the OS took it off its core for another
+    (involuntary context switches), and the times it blocked (voluntary ones: for the GIL
+    another thread held, or a lock)."""
+    usage = resource.getrusage(resource.RUSAGE_THREAD)
+    return usage.ru_nivcsw, usage.ru_nvcsw
 
 
 def percentiles(samples_ns: list[int]) -> dict[str, float]:
@@ -131,35 +139,42 @@ def run(quick: bool = False) -> dict[str, Any]:
         store = Store.open(f"sqlite:///{folder / 'bench.db'}")
         tracker = Tracker(store, spill_dir=folder)
         trace = new_id()
-        pipelines: dict[str, Callable[[], None]] = {
-            OURS: ours(tracker, trace),
-            "ours: Tracker.record alone (span built beforehand)": ours_prebuilt(
-                tracker, trace, operations
+        # each pipeline: (one call, drain its background work)
+        pipelines: dict[str, tuple[Callable[[], None], Callable[[], object]]] = {
+            OURS: (ours(tracker, trace), tracker.flush),
+            "ours: Tracker.record alone (span built beforehand)": (
+                ours_prebuilt(tracker, trace, operations),
+                tracker.flush,
             ),
         }
         peer = opentelemetry(folder)
         if peer is not None:
-            pipelines["OpenTelemetry SDK, BatchSpanProcessor"] = peer[0]
+            pipelines["OpenTelemetry SDK, BatchSpanProcessor"] = peer[:2]
         timings: dict[str, list[int]] = {name: [] for name in pipelines}
         own: dict[str, list[int]] = {name: [] for name in pipelines}
+        # the calls not preempted that blocked (for the GIL, mostly): where a stall comes from
+        blocked: dict[str, int] = dict.fromkeys(pipelines, 0)
         clock = time.perf_counter_ns
         for _ in range(operations // BLOCK):
-            for name, call in pipelines.items():
+            for name, (call, drain) in pipelines.items():
                 spent, kept = timings[name], own[name]
                 for _ in range(BLOCK):
-                    before = preemptions()
+                    preempted, waited = switches()
                     started = clock()
                     call()
                     took = clock() - started
                     spent.append(took)
-                    if preemptions() == before:
+                    after = switches()
+                    if after[0] == preempted:
                         kept.append(took)
+                        blocked[name] += after[1] != waited
+                drain()
         started = clock()
         tracker.close()
         close_s = (clock() - started) / 1e9
         exported = None
         if peer is not None:
-            peer[1]()
+            peer[2]()
             with (folder / "otel.jsonl").open(encoding="utf-8") as lines:
                 exported = sum(1 for _ in lines)
         with store.engine.connect() as connection:
@@ -173,6 +188,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         "preempted_share": {
             name: 1 - len(own[name]) / len(spent) for name, spent in timings.items()
         },
+        "blocked_share": {name: blocked[name] / len(kept) for name, kept in own.items()},
         "tracker_close_s": close_s,
         "spans_stored": stored,
         "spans_acknowledged": tracker.written,
@@ -215,7 +231,10 @@ def section(figures: dict[str, Any]) -> str:
         "| call site | p50 | p99 | p99.9 | preempted "
         "| p50, not preempted | p99, not preempted | p99.9, not preempted |\n"
         "| --- | --- | --- | --- | --- | --- | --- | --- |\n" + "\n".join(rows) + "\n\n"
-        f"{ratios}Targets: p99 ≤ 20 µs, p99.9 ≤ 200 µs. Spans acknowledged "
+        f"{ratios}Targets: p99 ≤ 20 µs, p99.9 ≤ 200 µs. Calls not preempted that blocked "
+        "(waited for the GIL another thread held, or a lock): "
+        + ", ".join(f"{name} {share:.2%}" for name, share in figures["blocked_share"].items())
+        + f". Spans acknowledged "
         f"{figures['spans_acknowledged']:,}, stored {figures['spans_stored']:,}; "
         f"`Tracker.close()` (the last flush) {figures['tracker_close_s']:.2f} s."
         + (

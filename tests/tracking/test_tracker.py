@@ -71,6 +71,21 @@ def test_interval_writes_without_flush(store: Store, tmp_path: Path) -> None:
     tracker.close()
 
 
+def test_a_full_batch_wakes_the_writer_before_its_interval(store: Store, tmp_path: Path) -> None:
+    """The writer sleeps between batches; the record that fills a batch wakes it (an hour's
+    interval would otherwise keep the batch waiting)."""
+    import time
+
+    tracker = Tracker(store, batch_size=3, flush_interval_s=3600.0, spill_dir=tmp_path)
+    for i in range(3):
+        tracker.record(decision(i))
+    deadline = time.monotonic() + 10
+    while count(store, routing_decisions) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert count(store, routing_decisions) == 3
+    tracker.close()
+
+
 def test_unwritable_store_spills_records_to_a_file(store: Store, tmp_path: Path) -> None:
     with store.engine.begin() as connection:
         connection.execute(text("DROP TABLE routing_decisions"))
@@ -413,30 +428,3 @@ def test_replay_refuses_a_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     (tmp_path / "spills").mkdir()
     result = CliRunner().invoke(app, ["replay", "spills", "--db", "x.db"])
     assert result.exit_code == 2 and "FILE: file 'spills' is a directory" in result.output
-
-
-def test_an_open_tracker_caps_the_gil_switch_interval_and_closing_restores_it(
-    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """While a tracker is open a caller waits at most `CALLER_WAIT_S` for the GIL its writer
-    holds; the last tracker to close puts back the interval it found."""
-    import sys
-
-    from agent_agency.tracking import switch_interval
-    from agent_agency.tracking.switch_interval import CALLER_WAIT_S
-
-    # No other tracker open in this process (one an earlier test left open holds the cap).
-    monkeypatch.setattr(switch_interval, "_holders", 0)
-    monkeypatch.setattr(switch_interval, "_found", None)
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(0.005)
-    found = sys.getswitchinterval()
-    first = Tracker(store, spill_dir=tmp_path)
-    second = Tracker(store, spill_dir=tmp_path)
-    assert sys.getswitchinterval() <= CALLER_WAIT_S < found
-    first.close()
-    assert sys.getswitchinterval() <= CALLER_WAIT_S
-    second.close()
-    second.close()  # closing twice restores nothing twice
-    assert sys.getswitchinterval() == found
-    sys.setswitchinterval(before)

@@ -1,8 +1,5 @@
 """The Tracker: a call-site API that costs a queue append, and a background writer that batches.
 
-While a tracker is open the GIL switch interval is at most 0.1 ms (`switch_interval`), so a
-caller never waits milliseconds for the GIL the writer holds.
-
 The arbiter calls `record_*` on its hot path; those only enqueue. A daemon thread drains the queue
 into the pool in batches (one transaction per batch) every `flush_interval_s` or `batch_size`
 records, appending routing decisions, refusals and evaluations to the audit trail when one is
@@ -19,11 +16,10 @@ from __future__ import annotations
 import json
 import logging
 import os
-import queue
 import tempfile
 import threading
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +38,6 @@ from agent_agency.records import (
     RoutingRefusal,
     Span,
 )
-from agent_agency.tracking import switch_interval
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -215,7 +210,11 @@ class Tracker:
         self._interval = flush_interval_s
         self._retries = retries
         self._spill_dir = Path(spill_dir)
-        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        # Records, flush markers and the stop sentinel, in order. The writer is woken only for a
+        # batch's worth, a flush or the stop (else it wakes every `flush_interval_s`), not for
+        # each record: a woken writer takes the GIL from the caller, which then waits for it.
+        self._pending: deque[object] = deque()
+        self._wake = threading.Event()
         self._closed = False
         self.written = 0
         self.fatal_error: BaseException | None = None
@@ -233,7 +232,6 @@ class Tracker:
         tag = run_id or f"{id(self):x}"
         self._spill_name = f"{SPILL_PREFIX}{time.strftime('%Y%m%d-%H%M%S')}-{tag}.jsonl"
         self._thread = threading.Thread(target=self._drain, name="agency-tracker", daemon=True)
-        switch_interval.shorten()  # callers wait at most µs for the GIL the writer holds
         self._thread.start()
 
     # -- call-site API: enqueue only -------------------------------------------------------
@@ -245,7 +243,9 @@ class Tracker:
             raise TypeError(f"the tracker cannot record {type(record).__name__}")
         if self.run_id is not None and isinstance(record, RUN_STAMPED) and record.run_id is None:
             record.run_id = self.run_id
-        self._queue.put(record)
+        self._pending.append(record)
+        if len(self._pending) >= self._batch_size and not self._wake.is_set():
+            self._wake.set()
 
     record_decision = record
     record_refusal = record
@@ -259,7 +259,7 @@ class Tracker:
     def flush(self, timeout: float | None = None) -> None:
         """Block until every record enqueued before this call has been written (or spilled)."""
         marker = _FlushMarker()
-        self._queue.put(marker)
+        self._send(marker)
         deadline = None if timeout is None else time.monotonic() + timeout
         while not marker.done.wait(0.1):
             if not self._thread.is_alive():
@@ -271,12 +271,9 @@ class Tracker:
         if self._closed:
             return
         self._closed = True
-        try:
-            self.flush()
-            self._queue.put(_STOP)
-            self._thread.join()
-        finally:
-            switch_interval.restore()
+        self.flush()
+        self._send(_STOP)
+        self._thread.join()
 
     def __enter__(self) -> Tracker:
         return self
@@ -286,14 +283,28 @@ class Tracker:
 
     # -- background writer -------------------------------------------------------------------
 
+    def _send(self, item: object) -> None:
+        """Hand the writer `item` (after everything recorded before) and wake it."""
+        self._pending.append(item)
+        self._wake.set()
+
+    def _next(self, timeout: float) -> object | None:
+        """The oldest item handed to the writer, waiting up to `timeout` s for one to be woken
+        for; None when there is none yet."""
+        if not self._pending:
+            self._wake.clear()
+            if not self._pending:  # checked again after the clear: no wake-up is missed
+                self._wake.wait(timeout)
+        try:
+            return self._pending.popleft()
+        except IndexError:
+            return None
+
     def _drain(self) -> None:
         batch = _Batch()
         deadline = time.monotonic() + self._interval
         while True:
-            try:
-                item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                item = None
+            item = self._next(max(0.0, deadline - time.monotonic()))
             if isinstance(item, Record):
                 batch.add(item)
                 if len(batch) < self._batch_size:

@@ -1,0 +1,38 @@
+"""Record ids: `records.new_id`."""
+
+from __future__ import annotations
+
+import os
+import random
+import uuid
+
+from agent_agency.records import new_id
+
+
+def test_new_ids_are_distinct_uuid4_hex() -> None:
+    ids = [new_id() for _ in range(10_000)]
+    assert len(set(ids)) == len(ids)
+    for drawn in ids[:100]:
+        parsed = uuid.UUID(drawn)
+        assert parsed.hex == drawn
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+
+
+def test_seeding_the_random_module_does_not_repeat_ids() -> None:
+    random.seed(7)
+    first = new_id()
+    random.seed(7)
+    assert new_id() != first
+
+
+def test_a_forked_child_draws_other_ids_than_its_parent() -> None:
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe
+        os.write(write_end, new_id().encode())
+        os._exit(0)
+    os.waitpid(child, 0)
+    os.close(write_end)
+    drawn_in_child = os.read(read_end, 64).decode()
+    os.close(read_end)
+    assert len(drawn_in_child) == 32 and drawn_in_child != new_id()
