@@ -378,7 +378,8 @@ class RoutingDecision(RoutingRequest):
     fallback_of: str | None = Field(default=None, description="agent that failed before this")
     run_id: RecordId | None = Field(default=None, description=RUN_ID_DESCRIPTION)
 
-    # The router's rationale (`candidates`, `primary_reason`) formatted when first read: every
+    # The router's rationale (`candidates`, `primary_reason`, and the `confidence` and
+    # `propensity` computed from the same decision-time values) filled in when first read: every
     # way a decision is read, dumped (nested too), compared, copied or pickled fills it in first.
     _explain: Callable[[], dict[str, Any]] | None = PrivateAttr(default=None)
 
@@ -447,7 +448,7 @@ class RoutingDecision(RoutingRequest):
         return super(RoutingDecision, self._explained()).__deepcopy__(memo)
 
 
-DEFERRED_FIELDS = ("candidates", "primary_reason")
+DEFERRED_FIELDS = ("candidates", "confidence", "primary_reason", "propensity")
 
 
 @functools.cache

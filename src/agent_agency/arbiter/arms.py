@@ -95,7 +95,7 @@ class ArmTable:
         # or changed otherwise (`linear`), so an update of a router that does not route
         # contextually costs no feature vector or matrix update.
         self._unfolded: list[tuple[int, str, Complexity, int, dict[str, float], float]] = []
-        self._capability_cache: dict[tuple[str, ...], tuple[BoolArray, FloatArray]] = {}
+        self._capability_cache: dict[tuple[str, ...], tuple[BoolArray, FloatArray, int]] = {}
         # Per task type, `propensity_draws` posterior reward draws of every arm; an arm's column
         # is redrawn when it learns, and the row a decision played is drawn afresh (bandits.py).
         self._draws: dict[int, PosteriorDraws] = {}
@@ -169,8 +169,10 @@ class ArmTable:
             self.decisions = np.append(self.decisions, 0.0)
         return column
 
-    def capability(self, requirements: Iterable[str]) -> tuple[BoolArray, FloatArray]:
-        """(arms covering every requirement, share of the requirements each arm covers)."""
+    def capability(self, requirements: Iterable[str]) -> tuple[BoolArray, FloatArray, int]:
+        """(arms covering every requirement, share of the requirements each arm covers, number
+        of arms covering every requirement); cached until an arm comes or goes. The arrays are
+        never changed in place."""
         cache_key = tuple(sorted(set(requirements)))
         cached = self._capability_cache.get(cache_key)
         if cached is None:
@@ -179,7 +181,8 @@ class ArmTable:
                 share = np.array([len(wanted & caps) / len(wanted) for caps in self.capabilities])
             else:
                 share = np.ones(len(self.capabilities))
-            cached = (share == 1.0, share)
+            covers = share == 1.0
+            cached = (covers, share, int(np.count_nonzero(covers)))
             self._capability_cache[cache_key] = cached
         return cached
 

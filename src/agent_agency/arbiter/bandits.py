@@ -169,14 +169,10 @@ def _scalar_parameters(
     return successes + 1.0, max(n - successes, 0.0) + 1.0, mean, sd
 
 
-def columns(matrix: FloatArray, rows: IndexArray) -> FloatArray:
-    """matrix[:, rows], without the copy when `rows` are every column in order."""
-    n = matrix.shape[1]
-    if len(rows) == n and np.array_equal(rows, np.arange(n)):
-        return matrix
-    # take, unlike matrix[:, rows], gives a C-ordered copy: a row-wise argmax of it is fast
-    picked: FloatArray = matrix.take(rows, axis=1)
-    return picked
+def free_share(in_flight: FloatArray, slots: FloatArray) -> FloatArray:
+    """1 - tasks in flight / max concurrency, at least 0: the load score of each agent."""
+    share: FloatArray = np.maximum(1.0 - in_flight / slots, 0.0)
+    return share
 
 
 def argmax_frequencies(samples: FloatArray, winners: IndexArray | None = None) -> FloatArray:

@@ -1,10 +1,10 @@
 """What a routing decision says about itself: its primary reason, the scores of every candidate,
 and the reason of a refusal. Secondary factors are gathered where they arise, in `router.py`.
 
-A decision's primary reason and candidate table are formatted when first read (`Rationale`,
-`RoutingDecision.explained_later`), from values the router copied at decision time: formatting
-and validating 100 candidates costs several times the decision itself, and most decisions are
-only read when the tracker persists them, off the caller's thread."""
+A decision's primary reason, candidate table, confidence and propensity are computed when first
+read (`Rationale`, `RoutingDecision.explained_later`), from values the router copied or fixed at
+decision time: formatting and validating 100 candidates costs several times the decision itself,
+and most decisions are only read when the tracker persists them, off the caller's thread."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from agent_agency.arbiter.bandits import (
     FloatArray,
     IndexArray,
     N,
+    free_share,
     posterior_mean_reward,
 )
 from agent_agency.arbiter.choice import Choice
@@ -89,11 +90,12 @@ class Rationale:
     evidence: FloatArray  # every arm's evidence and prior on the task type
     quality_weight: float
     capability: FloatArray  # every arm's share of the requirements (never changed in place)
-    load: FloatArray
+    in_flight: FloatArray  # every arm's tasks in flight
+    slots: FloatArray  # every arm's max concurrency (never changed in place)
     choice: Choice
 
     def fields(self) -> dict[str, Any]:
-        """The decision's `primary_reason` and `candidates`."""
+        """The decision's `primary_reason`, `candidates`, `confidence` and `propensity`."""
         choice = self.choice
         keys = [self.keys[row] for row in self.rows.tolist()]
         performance = choice.performance
@@ -115,12 +117,17 @@ class Rationale:
             keys,
             self.capability[self.rows],
             performance,
-            self.load,
+            free_share(self.in_flight[self.rows], self.slots[self.rows]),
             choice.scores,
             choice.probabilities,
             choice.position,
         )
-        return {"primary_reason": reason, "candidates": scores}
+        return {
+            "primary_reason": reason,
+            "candidates": scores,
+            "confidence": choice.confidence,
+            "propensity": choice.propensity,
+        }
 
 
 def primary_reason(
