@@ -173,7 +173,7 @@ class ArmTable:
         """(arms covering every requirement, share of the requirements each arm covers, number
         of arms covering every requirement); cached until an arm comes or goes. The arrays are
         never changed in place."""
-        cache_key = tuple(sorted(set(requirements)))
+        cache_key = tuple(requirements)  # as given: a reordering is one more entry, not a miss
         cached = self._capability_cache.get(cache_key)
         if cached is None:
             wanted = frozenset(cache_key)

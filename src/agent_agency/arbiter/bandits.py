@@ -124,13 +124,15 @@ class PosteriorDraws:
         parameters, its column redrawn."""
         alpha, beta, mean, sd = _scalar_parameters(*evidence)
         self.alpha[arm], self.beta[arm], self.mean[arm], self.sd[arm] = alpha, beta, mean, sd
-        rng, shape = self._rng, self.draws.shape[:1]
+        rng, shape, w = self._rng, self.draws.shape[:1], self._w
         success = rng.beta(alpha, beta, size=shape)  # scalar parameters: no per-element checks
-        if self._w == 0.0:
+        if w == 0.0:
             self.draws[:, arm] = success
         else:
-            quality = mean + sd * rng.standard_normal(shape)
-            self.draws[:, arm] = (1.0 - self._w) * success + self._w * quality
+            # w·(mean + sd·z) drawn as one normal: what _sample computes, in two passes fewer
+            success *= 1.0 - w
+            success += rng.normal(w * mean, w * sd, size=shape)
+            self.draws[:, arm] = success
 
     def add_arm(self, evidence: FloatArray) -> None:
         """A new last arm with `evidence` (4 values) and its column of fresh draws."""

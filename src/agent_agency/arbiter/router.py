@@ -261,15 +261,14 @@ class Router:
         slots = arms.max_concurrency  # replaced, never changed in place: the rationale keeps it
         available = eligible & (load < slots)
         rows = available.nonzero()[0]
+        full = None
         if not len(rows):
             share = load / slots
             available = eligible & (share == share[eligible].min())
             factors.append("Every candidate is at max concurrency; chose among the least loaded")
             rows = available.nonzero()[0]
         elif len(rows) < candidates:
-            full = (eligible ^ available).nonzero()[0]  # available is within eligible
-            factors.append(f"At max concurrency: {explain.names_at(arms.keys, full)}")
-        every_arm = len(rows) == len(arms.keys)  # rows are sorted and distinct
+            full = eligible ^ available  # available is within eligible
         choice = choose(
             name,
             self._strategy(name),
@@ -281,39 +280,36 @@ class Router:
                 layout=self.layout,
                 rng=self._rng,
                 busy=(load, slots),
-                every_arm=every_arm,
+                every_arm=len(rows) == len(arms.keys),  # rows are sorted and distinct
             ),
         )
         arms.advance(t, choice.draw_row)
         chosen = int(rows[choice.position])
         key = arms.keys[chosen]
-        if tripped and self._breakers.state(key) is BreakerState.HALF_OPEN:
+        probe = bool(tripped) and self._breakers.state(key) is BreakerState.HALF_OPEN
+        if probe:
             self._breakers.on_dispatch(key)
-            factors.append("Probe call: circuit breaker half-open after its cool-down")
         if fallback_of is not None:
             factors.insert(0, f"Fallback: {fallback_of} failed; next best candidate")
-        in_use, limit = int(load[chosen]), int(slots[chosen])
-        level = "Low" if in_use * 2 < limit else "High"
-        factors.append(
-            f"{level} load ({explain.count(in_use, 'task')} on {explain.count(limit, 'slot')})"
-        )
-        inherited = float(arms.prior[chosen, t, N])
-        if inherited > 0:
-            factors.append(f"Prior from parent version worth {inherited:.0f} tasks")
         evidence = arms.evidence[:, t]
         rationale = explain.Rationale(
-            strategy=name,
-            task_type=request.task_type,
-            requirements=tuple(request.requirements),
-            keys=arms.keys,
-            rows=rows,
-            observed=evidence[chosen].copy(),
-            evidence=evidence + arms.prior[:, t],
-            quality_weight=arms.quality_weight,
-            capability=capability,
-            in_flight=load,
-            slots=slots,
-            choice=choice,
+            name,
+            request.task_type,
+            tuple(request.requirements),
+            arms.keys,
+            rows,
+            chosen,
+            evidence[chosen].copy(),
+            float(arms.prior[chosen, t, N]),
+            evidence + arms.prior[:, t],
+            arms.quality_weight,
+            capability,
+            load,
+            slots,
+            full,
+            factors,
+            probe,
+            choice,
         )
         return RoutingDecision.explained_later(
             {
@@ -324,7 +320,6 @@ class Router:
                 "context": dict(request.context),
                 "selected_agent": key,
                 "strategy": name,
-                "secondary_factors": factors,
                 "fallback_of": fallback_of,
             },
             rationale.fields,
