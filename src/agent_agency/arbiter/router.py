@@ -496,7 +496,12 @@ class Router:
         load = np.ones(len(rows)) if load_scores is None else np.asarray(load_scores, float)
         name = strategy or self._strategy_for(request.task_type)
         candidates_view = Candidates(
-            self._arms, rows, request=request, column=column, layout=self.layout, rng=self._rng,
+            self._arms,
+            rows,
+            request=request,
+            column=column,
+            layout=self.layout,
+            rng=self._rng,
             load=load,
         )
         return choose(name, self._strategy(name), candidates_view), column
