@@ -88,7 +88,7 @@ class ArmTable:
         self.types: dict[str, int] = {}
         self.evidence = np.zeros((0, 0, EVIDENCE_FIELDS))
         self.prior = np.zeros((0, 0, EVIDENCE_FIELDS))
-        self.decisions = np.zeros(0)
+        self.decisions: list[float] = []  # per task type; a list: one += per decision
         self._linear = LinearModels(layout.dim, settings.linear_alpha)
         # Outcomes learned but not yet in the contextual models: (row, task type, complexity,
         # requirement count, context, reward), folded in, in order, before the models are read
@@ -166,7 +166,7 @@ class ArmTable:
             pad = np.zeros((self.evidence.shape[0], 1, EVIDENCE_FIELDS))
             self.evidence = np.concatenate([self.evidence, pad], axis=1)
             self.prior = np.concatenate([self.prior, pad], axis=1)
-            self.decisions = np.append(self.decisions, 0.0)
+            self.decisions.append(0.0)
         return column
 
     def capability(self, requirements: Iterable[str]) -> tuple[BoolArray, FloatArray, int]:
@@ -241,7 +241,7 @@ class ArmTable:
             touched_columns.add(t)
             restored += 1
         for t in touched_columns:
-            self.decisions[t] = self.evidence[:, t, N].sum()
+            self.decisions[t] = float(self.evidence[:, t, N].sum())
         self._draws.clear()
         return restored
 
@@ -296,4 +296,4 @@ class ArmTable:
         return [capabilities[i] for i in rows.tolist()]
 
     def decisions_at(self, column: int) -> float:
-        return float(self.decisions[column])
+        return self.decisions[column]
