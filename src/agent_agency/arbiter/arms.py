@@ -13,7 +13,7 @@ arm appends a row, removing one deletes its row, and the other arms' rows keep t
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
 
@@ -70,6 +70,15 @@ def _check_aggregate(row: ArmAggregate) -> None:
 _MAX_UNFOLDED = 1024
 
 
+class Coverage(NamedTuple):
+    """How every arm covers one set of requirements. The arrays are never changed in place."""
+
+    covers: BoolArray  # the arm declares every requirement
+    share: FloatArray  # the share of the requirements it declares (1 when there are none)
+    covering: int  # arms that declare every requirement
+    extras: FloatArray  # capabilities it declares beyond the requirements
+
+
 class ArmTable:
     def __init__(
         self, settings: RoutingSettings, layout: FeatureLayout, rng: np.random.Generator
@@ -95,7 +104,7 @@ class ArmTable:
         # or changed otherwise (`linear`), so an update of a router that does not route
         # contextually costs no feature vector or matrix update.
         self._unfolded: list[tuple[int, str, Complexity, int, dict[str, float], float]] = []
-        self._capability_cache: dict[tuple[str, ...], tuple[BoolArray, FloatArray, int]] = {}
+        self._capability_cache: dict[tuple[str, ...], Coverage] = {}
         # Per task type, `propensity_draws` posterior reward draws of every arm; an arm's column
         # is redrawn when it learns, and the row a decision played is drawn afresh (bandits.py).
         self._draws: dict[int, PosteriorDraws] = {}
@@ -169,10 +178,8 @@ class ArmTable:
             self.decisions.append(0.0)
         return column
 
-    def capability(self, requirements: Iterable[str]) -> tuple[BoolArray, FloatArray, int]:
-        """(arms covering every requirement, share of the requirements each arm covers, number
-        of arms covering every requirement); cached until an arm comes or goes. The arrays are
-        never changed in place."""
+    def capability(self, requirements: Iterable[str]) -> Coverage:
+        """How the arms cover `requirements`; cached until an arm comes or goes."""
         cache_key = tuple(requirements)  # as given: a reordering is one more entry, not a miss
         cached = self._capability_cache.get(cache_key)
         if cached is None:
@@ -181,8 +188,9 @@ class ArmTable:
                 share = np.array([len(wanted & caps) / len(wanted) for caps in self.capabilities])
             else:
                 share = np.ones(len(self.capabilities))
+            extras = np.array([len(caps - wanted) for caps in self.capabilities], dtype=float)
             covers = share == 1.0
-            cached = (covers, share, int(np.count_nonzero(covers)))
+            cached = Coverage(covers, share, int(np.count_nonzero(covers)), extras)
             self._capability_cache[cache_key] = cached
         return cached
 
@@ -294,6 +302,12 @@ class ArmTable:
     def capabilities_at(self, rows: IndexArray) -> list[frozenset[str]]:
         capabilities = self.capabilities
         return [capabilities[i] for i in rows.tolist()]
+
+    def coverage_at(
+        self, rows: IndexArray, requirements: Iterable[str]
+    ) -> tuple[FloatArray, FloatArray]:
+        coverage = self.capability(requirements)
+        return coverage.share[rows], coverage.extras[rows]
 
     def decisions_at(self, column: int) -> float:
         return self.decisions[column]

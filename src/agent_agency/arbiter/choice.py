@@ -130,13 +130,13 @@ def choose(name: str, strategy: Strategy, candidates: Candidates) -> Choice:
         if count > 1:  # uniform among the tied best
             best = int(ties.nonzero()[0][int(drawn * count)])
         return Choice(best, scores, verdict.performance, belief)
+    belief = candidates.posterior_draws()  # first: the first read of a type's draws draws them
     probabilities = verdict.probabilities
-    position = sample_index(rng, probabilities)
     return Choice(
-        position,
+        sample_index(rng, probabilities),
         verdict.scores,
         verdict.performance,
-        candidates.posterior_draws(),
+        belief,
         probabilities=probabilities,
     )
 

@@ -217,7 +217,7 @@ class Router:
         t = arms.column(request.task_type)
         name = self._strategy_for(request.task_type)
         factors: list[str] = []
-        covers, capability, covering = arms.capability(request.requirements)
+        covers, capability, covering, _ = arms.capability(request.requirements)
         if self._any_disabled:
             capable = covers & arms.enabled
             covering = int(np.count_nonzero(capable))

@@ -25,7 +25,7 @@ given, else of the router's cached posterior reward draws (`Candidates.posterior
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -57,6 +57,9 @@ class ArmSource(Protocol):
     def draws_at(self, column: int) -> FloatArray: ...
     def linear_at(self, features: FloatArray) -> tuple[FloatArray, FloatArray]: ...
     def capabilities_at(self, rows: IndexArray) -> list[frozenset[str]]: ...
+    def coverage_at(
+        self, rows: IndexArray, requirements: Iterable[str]
+    ) -> tuple[FloatArray, FloatArray]: ...
     def decisions_at(self, column: int) -> float: ...
 
 
@@ -171,6 +174,11 @@ class Candidates:
 
     def capabilities(self) -> list[frozenset[str]]:
         return self._arms.capabilities_at(self.rows)
+
+    def coverage(self) -> tuple[FloatArray, FloatArray]:
+        """Each candidate's share of the request's requirements that it declares (1 when there
+        are none), and the number of capabilities it declares beyond them."""
+        return self._arms.coverage_at(self.rows, self.request.requirements)
 
     def decisions(self) -> float:
         """Decisions of this task type so far (restored ones included; ε-greedy decays with it)."""
