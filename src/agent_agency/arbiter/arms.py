@@ -1,11 +1,12 @@
 """The router's arms: what it knows about each agent, in numpy arrays indexed (arm, task type).
 
 Per arm: its key, capabilities, max concurrency and whether it is enabled; per (arm, task type):
-observed evidence (n, successes, quality sum, quality² sum) and prior pseudo-evidence inherited
-from parent versions; per arm: a ridge model for the contextual strategies (outcomes are folded
-into it when it is next read); per task type: the number of decisions made and a cache of
-posterior reward draws (`bandits.py`). Rows follow the configured order of the agents; adding an
-arm appends a row, removing one deletes its row, and the other arms' rows keep their values.
+observed evidence (n, successes, quality sum, quality² sum), prior pseudo-evidence inherited
+from parent versions, and their sum; per arm: a ridge model for the contextual strategies
+(outcomes are folded into it when it is next read); per task type: the number of decisions made
+and a cache of posterior reward draws (`bandits.py`). Rows follow the configured order of the
+agents; adding an arm appends a row, removing one deletes its row, and the other arms' rows keep
+their values.
 
 `ArmTable` implements the `ArmSource` that strategies read through `Candidates`.
 """
@@ -97,6 +98,8 @@ class ArmTable:
         self.types: dict[str, int] = {}
         self.evidence = np.zeros((0, 0, EVIDENCE_FIELDS))
         self.prior = np.zeros((0, 0, EVIDENCE_FIELDS))
+        # evidence + prior, what the posteriors are computed from: kept in step with both
+        self.total = np.zeros((0, 0, EVIDENCE_FIELDS))
         self.decisions: list[float] = []  # per task type; a list: one += per decision
         self._linear = LinearModels(layout.dim, settings.linear_alpha)
         # Outcomes learned but not yet in the contextual models: (row, task type, complexity,
@@ -144,6 +147,7 @@ class ArmTable:
             prior[0] = weight * (self.evidence[parent] + self.prior[parent])
         self.evidence = np.concatenate([self.evidence, np.zeros_like(prior)])
         self.prior = np.concatenate([self.prior, prior])
+        self.total = self.evidence + self.prior
         self.max_concurrency = np.append(self.max_concurrency, float(spec.max_concurrency))
         self.enabled = np.append(self.enabled, True)
         self.linear.add_agent(parent, weight)
@@ -159,6 +163,7 @@ class ArmTable:
         self._capability_cache.clear()
         self.evidence = np.delete(self.evidence, row, axis=0)
         self.prior = np.delete(self.prior, row, axis=0)
+        self.total = np.delete(self.total, row, axis=0)
         self.max_concurrency = np.delete(self.max_concurrency, row)
         self.enabled = np.delete(self.enabled, row)
         self.linear.remove_agent(row)
@@ -175,6 +180,7 @@ class ArmTable:
             pad = np.zeros((self.evidence.shape[0], 1, EVIDENCE_FIELDS))
             self.evidence = np.concatenate([self.evidence, pad], axis=1)
             self.prior = np.concatenate([self.prior, pad], axis=1)
+            self.total = np.concatenate([self.total, pad], axis=1)
             self.decisions.append(0.0)
         return column
 
@@ -206,6 +212,8 @@ class ArmTable:
         cell[SUCCESSES] += float(success)
         cell[QUALITY_SUM] += quality
         cell[QUALITY_SQ_SUM] += quality * quality
+        total = cell + self.prior[row, column]
+        self.total[row, column] = total
         self._unfolded.append(
             (
                 row,
@@ -220,7 +228,7 @@ class ArmTable:
             self._fold()  # bounded memory for a long-lived router that never reads the models
         cached = self._draws.get(column)
         if cached is not None:
-            cached.learn(row, (cell + self.prior[row, column]).tolist())
+            cached.learn(row, total.tolist())
 
     def advance(self, column: int, draw_row: int | None) -> None:
         """What a decision changes: one more decision of the type (ε decays with the count), and
@@ -250,6 +258,7 @@ class ArmTable:
             restored += 1
         for t in touched_columns:
             self.decisions[t] = float(self.evidence[:, t, N].sum())
+        self.total = self.evidence + self.prior
         self._draws.clear()
         return restored
 
@@ -268,6 +277,7 @@ class ArmTable:
                 weight * self._reward_sum(aggregate),
                 weight * aggregate.n,
             )
+        self.total = self.evidence + self.prior
         self._draws.clear()
 
     def _reward_sum(self, row: ArmAggregate) -> float:
@@ -285,14 +295,13 @@ class ArmTable:
         return [keys[i] for i in rows.tolist()]
 
     def evidence_at(self, rows: IndexArray, column: int) -> FloatArray:
-        evidence: FloatArray = self.evidence[rows, column] + self.prior[rows, column]
+        evidence: FloatArray = self.total[rows, column]
         return evidence
 
     def draws_at(self, column: int) -> FloatArray:
         cached = self._draws.get(column)
         if cached is None:
-            evidence = self.evidence[:, column] + self.prior[:, column]
-            cached = PosteriorDraws(self._rng, evidence, self._w, self._draw_count)
+            cached = PosteriorDraws(self._rng, self.total[:, column], self._w, self._draw_count)
             self._draws[column] = cached
         return cached.draws
 

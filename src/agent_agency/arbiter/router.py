@@ -291,7 +291,6 @@ class Router:
             self._breakers.on_dispatch(key)
         if fallback_of is not None:
             factors.insert(0, f"Fallback: {fallback_of} failed; next best candidate")
-        evidence = arms.evidence[:, t]
         rationale = explain.Rationale(
             name,
             request.task_type,
@@ -299,9 +298,9 @@ class Router:
             arms.keys,
             rows,
             chosen,
-            evidence[chosen].copy(),
+            arms.evidence[chosen, t].copy(),
             float(arms.prior[chosen, t, N]),
-            evidence + arms.prior[:, t],
+            arms.total[:, t].copy(),
             arms.quality_weight,
             capability,
             load,
