@@ -5,9 +5,10 @@ also stored in a real SQLite pool (`agent_task_aggregates`) to time the restore 
 arbiter takes: `Store.task_aggregates()` + `Router.warm_start`. Every decision goes through all
 the router adds: the capability filter (random requirements: 0–1 of 6 capabilities), circuit
 breakers, random in-flight loads (agents at max concurrency are left out), the exact propensity
-and the rationale (formatted when first read: each decision's rationale is read once outside
-the timed call, as the tracker does when it stores it). Each decision is followed by an
-online update with a simulated outcome; decide() and update() are timed separately.
+and the rationale (both computed when first read, from the decision's own copy of what they
+depend on: each decision's rationale is read once outside the timed call, as the tracker does
+when it stores it). Each decision is followed by an online update with a simulated outcome;
+decide() and update() are timed separately.
 
 Peers, at the same scale, timed in alternating blocks with our Thompson sampling: MABWiser's
 ThompsonSampling (one model per task type, `predict` and `partial_fit`) when installed, and a

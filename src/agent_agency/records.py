@@ -390,7 +390,8 @@ class RoutingDecision(RoutingRequest):
     fallback_of: str | None = Field(default=None, description="agent that failed before this")
     run_id: RecordId | None = Field(default=None, description=RUN_ID_DESCRIPTION)
 
-    # The router's rationale (`candidates`, `primary_reason`) formatted when first read: every
+    # The router's rationale (`DEFERRED_FIELDS`: the candidates, the reasons, and the confidence
+    # and propensity computed from the same decision-time values) filled in when first read: every
     # way a decision is read, dumped (nested too), compared, copied or pickled fills it in first.
     _explain: Callable[[], dict[str, Any]] | None = PrivateAttr(default=None)
 
@@ -402,10 +403,11 @@ class RoutingDecision(RoutingRequest):
         whose `DEFERRED_FIELDS` `explain()` returns when they are first read; every field is
         validated then. For the router, whose fields are validated already (the request's) or
         its own numbers: `explain` must depend only on values fixed at decision time."""
-        values = dict(fields)
-        for name, default, factory in _defaults(cls):
-            if name not in values:
-                values[name] = default if factory is None else factory()
+        defaults, factories = _defaults(cls)
+        values = {**defaults, **fields}
+        for name, factory in factories:
+            if name not in fields:
+                values[name] = factory()
         decision = cls.__new__(cls)
         object.__setattr__(decision, "__dict__", values)
         object.__setattr__(decision, "__pydantic_fields_set__", set(fields))
@@ -459,19 +461,32 @@ class RoutingDecision(RoutingRequest):
         return super(RoutingDecision, self._explained()).__deepcopy__(memo)
 
 
-DEFERRED_FIELDS = ("candidates", "primary_reason")
+DEFERRED_FIELDS = (
+    "candidates",
+    "confidence",
+    "primary_reason",
+    "propensity",
+    "secondary_factors",
+)
 
 
 @functools.cache
 def _defaults(
     cls: type[RoutingDecision],
-) -> tuple[tuple[str, Any, Callable[[], Any] | None], ...]:
-    """(name, default, default factory) of each field of `cls` but the deferred ones."""
-    return tuple(
-        (name, field.default, field.default_factory)  # type: ignore[misc]
-        for name, field in cls.__pydantic_fields__.items()
-        if name not in DEFERRED_FIELDS
-    )
+) -> tuple[dict[str, Any], tuple[tuple[str, Callable[[], Any]], ...]]:
+    """The fields of `cls` but the deferred ones: ({name: default} of those with a default
+    value, (name, default factory) of those with a factory). A required field maps to
+    PydanticUndefined, so a decision that misses one fails its validation when explained."""
+    defaults: dict[str, Any] = {}
+    factories: list[tuple[str, Callable[[], Any]]] = []
+    for name, field in cls.__pydantic_fields__.items():
+        if name in DEFERRED_FIELDS:
+            continue
+        if field.default_factory is None:
+            defaults[name] = field.default
+        else:
+            factories.append((name, field.default_factory))  # type: ignore[arg-type]
+    return defaults, tuple(factories)
 
 
 class RoutingRefusal(RoutingRequest):

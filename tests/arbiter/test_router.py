@@ -485,6 +485,33 @@ def test_a_task_feature_named_like_the_prompt_length_is_refused() -> None:
         Router(agents("a"), settings=settings(context_features=["prompt_chars"]))
 
 
+def test_a_propensity_read_late_is_the_one_the_cached_draws_gave_at_decision_time() -> None:
+    """The propensity and confidence are computed when first read: read after the router has
+    made more decisions and learned their outcomes (which redraw the cached draws), they still
+    equal the share of the cached posterior draws of decision time that the chosen agent wins
+    among the candidates, computed here eagerly from a copy taken just before each decision."""
+    router = Router(agents("a", "b", "c", "d"), settings=settings(seed=3))
+    arms = router._arms
+    column = arms.column("code")
+    made = []
+    for i in range(60):
+        draws = arms.draws_at(column).copy()  # what the decision will read
+        left_out = ["b@1"] if i % 2 else []
+        decision = router.decide(request(task_id=str(i)), exclude=left_out)
+        rows = [row for row, key in enumerate(router.agents) if key not in left_out]
+        winners = np.array(rows)[draws[:, rows].argmax(axis=1)]
+        expected = {key: float(np.mean(winners == arms.index[key])) for key in router.agents}
+        made.append((decision, expected, draws))
+        router.update(decision, success=i % 3 != 0, quality=0.6)
+    now = arms.draws_at(column)
+    for decision, expected, draws in made:
+        assert not np.array_equal(now, draws), "the draws of decision time were redrawn since"
+        assert decision.propensity == expected[decision.selected_agent] > 0
+        assert decision.confidence == decision.propensity
+        candidates = {c.agent: c.propensity for c in decision.candidates}
+        assert candidates == {key: expected[key] for key in candidates}
+
+
 def test_the_rationale_is_the_one_of_decision_time_whenever_it_is_read() -> None:
     """The candidate table and primary reason are formatted when first read; read after the
     router has learned more, they still say what held when the decision was made, and every

@@ -1,11 +1,12 @@
 """The router's arms: what it knows about each agent, in numpy arrays indexed (arm, task type).
 
 Per arm: its key, capabilities, max concurrency and whether it is enabled; per (arm, task type):
-observed evidence (n, successes, quality sum, quality² sum) and prior pseudo-evidence inherited
-from parent versions; per arm: a ridge model for the contextual strategies (outcomes are folded
-into it when it is next read); per task type: the number of decisions made and a cache of
-posterior reward draws (`bandits.py`). Rows follow the configured order of the agents; adding an
-arm appends a row, removing one deletes its row, and the other arms' rows keep their values.
+observed evidence (n, successes, quality sum, quality² sum), prior pseudo-evidence inherited
+from parent versions, and their sum; per arm: a ridge model for the contextual strategies
+(outcomes are folded into it when it is next read); per task type: the number of decisions made
+and a cache of posterior reward draws (`bandits.py`). Rows follow the configured order of the
+agents; adding an arm appends a row, removing one deletes its row, and the other arms' rows keep
+their values.
 
 `ArmTable` implements the `ArmSource` that strategies read through `Candidates`.
 """
@@ -13,7 +14,7 @@ arm appends a row, removing one deletes its row, and the other arms' rows keep t
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
 
@@ -70,6 +71,15 @@ def _check_aggregate(row: ArmAggregate) -> None:
 _MAX_UNFOLDED = 1024
 
 
+class Coverage(NamedTuple):
+    """How every arm covers one set of requirements. The arrays are never changed in place."""
+
+    covers: BoolArray  # the arm declares every requirement
+    share: FloatArray  # the share of the requirements it declares (1 when there are none)
+    covering: int  # arms that declare every requirement
+    extras: FloatArray  # capabilities it declares beyond the requirements
+
+
 class ArmTable:
     def __init__(
         self, settings: RoutingSettings, layout: FeatureLayout, rng: np.random.Generator
@@ -88,14 +98,16 @@ class ArmTable:
         self.types: dict[str, int] = {}
         self.evidence = np.zeros((0, 0, EVIDENCE_FIELDS))
         self.prior = np.zeros((0, 0, EVIDENCE_FIELDS))
-        self.decisions = np.zeros(0)
+        # evidence + prior, what the posteriors are computed from: kept in step with both
+        self.total = np.zeros((0, 0, EVIDENCE_FIELDS))
+        self.decisions: list[float] = []  # per task type; a list: one += per decision
         self._linear = LinearModels(layout.dim, settings.linear_alpha)
         # Outcomes learned but not yet in the contextual models: (row, task type, complexity,
         # requirement count, context, reward), folded in, in order, before the models are read
         # or changed otherwise (`linear`), so an update of a router that does not route
         # contextually costs no feature vector or matrix update.
         self._unfolded: list[tuple[int, str, Complexity, int, dict[str, float], float]] = []
-        self._capability_cache: dict[tuple[str, ...], tuple[BoolArray, FloatArray]] = {}
+        self._capability_cache: dict[tuple[str, ...], Coverage] = {}
         # Per task type, `propensity_draws` posterior reward draws of every arm; an arm's column
         # is redrawn when it learns, and the row a decision played is drawn afresh (bandits.py).
         self._draws: dict[int, PosteriorDraws] = {}
@@ -135,6 +147,7 @@ class ArmTable:
             prior[0] = weight * (self.evidence[parent] + self.prior[parent])
         self.evidence = np.concatenate([self.evidence, np.zeros_like(prior)])
         self.prior = np.concatenate([self.prior, prior])
+        self.total = self.evidence + self.prior
         self.max_concurrency = np.append(self.max_concurrency, float(spec.max_concurrency))
         self.enabled = np.append(self.enabled, True)
         self.linear.add_agent(parent, weight)
@@ -150,6 +163,7 @@ class ArmTable:
         self._capability_cache.clear()
         self.evidence = np.delete(self.evidence, row, axis=0)
         self.prior = np.delete(self.prior, row, axis=0)
+        self.total = np.delete(self.total, row, axis=0)
         self.max_concurrency = np.delete(self.max_concurrency, row)
         self.enabled = np.delete(self.enabled, row)
         self.linear.remove_agent(row)
@@ -166,12 +180,13 @@ class ArmTable:
             pad = np.zeros((self.evidence.shape[0], 1, EVIDENCE_FIELDS))
             self.evidence = np.concatenate([self.evidence, pad], axis=1)
             self.prior = np.concatenate([self.prior, pad], axis=1)
-            self.decisions = np.append(self.decisions, 0.0)
+            self.total = np.concatenate([self.total, pad], axis=1)
+            self.decisions.append(0.0)
         return column
 
-    def capability(self, requirements: Iterable[str]) -> tuple[BoolArray, FloatArray]:
-        """(arms covering every requirement, share of the requirements each arm covers)."""
-        cache_key = tuple(sorted(set(requirements)))
+    def capability(self, requirements: Iterable[str]) -> Coverage:
+        """How the arms cover `requirements`; cached until an arm comes or goes."""
+        cache_key = tuple(requirements)  # as given: a reordering is one more entry, not a miss
         cached = self._capability_cache.get(cache_key)
         if cached is None:
             wanted = frozenset(cache_key)
@@ -179,7 +194,9 @@ class ArmTable:
                 share = np.array([len(wanted & caps) / len(wanted) for caps in self.capabilities])
             else:
                 share = np.ones(len(self.capabilities))
-            cached = (share == 1.0, share)
+            extras = np.array([len(caps - wanted) for caps in self.capabilities], dtype=float)
+            covers = share == 1.0
+            cached = Coverage(covers, share, int(np.count_nonzero(covers)), extras)
             self._capability_cache[cache_key] = cached
         return cached
 
@@ -195,6 +212,8 @@ class ArmTable:
         cell[SUCCESSES] += float(success)
         cell[QUALITY_SUM] += quality
         cell[QUALITY_SQ_SUM] += quality * quality
+        total = cell + self.prior[row, column]
+        self.total[row, column] = total
         self._unfolded.append(
             (
                 row,
@@ -209,7 +228,7 @@ class ArmTable:
             self._fold()  # bounded memory for a long-lived router that never reads the models
         cached = self._draws.get(column)
         if cached is not None:
-            cached.learn(row, (cell + self.prior[row, column]).tolist())
+            cached.learn(row, total.tolist())
 
     def advance(self, column: int, draw_row: int | None) -> None:
         """What a decision changes: one more decision of the type (ε decays with the count), and
@@ -238,7 +257,8 @@ class ArmTable:
             touched_columns.add(t)
             restored += 1
         for t in touched_columns:
-            self.decisions[t] = self.evidence[:, t, N].sum()
+            self.decisions[t] = float(self.evidence[:, t, N].sum())
+        self.total = self.evidence + self.prior
         self._draws.clear()
         return restored
 
@@ -257,6 +277,7 @@ class ArmTable:
                 weight * self._reward_sum(aggregate),
                 weight * aggregate.n,
             )
+        self.total = self.evidence + self.prior
         self._draws.clear()
 
     def _reward_sum(self, row: ArmAggregate) -> float:
@@ -274,14 +295,13 @@ class ArmTable:
         return [keys[i] for i in rows.tolist()]
 
     def evidence_at(self, rows: IndexArray, column: int) -> FloatArray:
-        evidence: FloatArray = self.evidence[rows, column] + self.prior[rows, column]
+        evidence: FloatArray = self.total[rows, column]
         return evidence
 
     def draws_at(self, column: int) -> FloatArray:
         cached = self._draws.get(column)
         if cached is None:
-            evidence = self.evidence[:, column] + self.prior[:, column]
-            cached = PosteriorDraws(self._rng, evidence, self._w, self._draw_count)
+            cached = PosteriorDraws(self._rng, self.total[:, column], self._w, self._draw_count)
             self._draws[column] = cached
         return cached.draws
 
@@ -292,5 +312,11 @@ class ArmTable:
         capabilities = self.capabilities
         return [capabilities[i] for i in rows.tolist()]
 
+    def coverage_at(
+        self, rows: IndexArray, requirements: Iterable[str]
+    ) -> tuple[FloatArray, FloatArray]:
+        coverage = self.capability(requirements)
+        return coverage.share[rows], coverage.extras[rows]
+
     def decisions_at(self, column: int) -> float:
-        return float(self.decisions[column])
+        return self.decisions[column]

@@ -124,13 +124,15 @@ class PosteriorDraws:
         parameters, its column redrawn."""
         alpha, beta, mean, sd = _scalar_parameters(*evidence)
         self.alpha[arm], self.beta[arm], self.mean[arm], self.sd[arm] = alpha, beta, mean, sd
-        rng, shape = self._rng, self.draws.shape[:1]
+        rng, shape, w = self._rng, self.draws.shape[:1], self._w
         success = rng.beta(alpha, beta, size=shape)  # scalar parameters: no per-element checks
-        if self._w == 0.0:
+        if w == 0.0:
             self.draws[:, arm] = success
         else:
-            quality = mean + sd * rng.standard_normal(shape)
-            self.draws[:, arm] = (1.0 - self._w) * success + self._w * quality
+            # w·(mean + sd·z) drawn as one normal: what _sample computes, in two passes fewer
+            success *= 1.0 - w
+            success += rng.normal(w * mean, w * sd, size=shape)
+            self.draws[:, arm] = success
 
     def add_arm(self, evidence: FloatArray) -> None:
         """A new last arm with `evidence` (4 values) and its column of fresh draws."""
@@ -169,14 +171,10 @@ def _scalar_parameters(
     return successes + 1.0, max(n - successes, 0.0) + 1.0, mean, sd
 
 
-def columns(matrix: FloatArray, rows: IndexArray) -> FloatArray:
-    """matrix[:, rows], without the copy when `rows` are every column in order."""
-    n = matrix.shape[1]
-    if len(rows) == n and np.array_equal(rows, np.arange(n)):
-        return matrix
-    # take, unlike matrix[:, rows], gives a C-ordered copy: a row-wise argmax of it is fast
-    picked: FloatArray = matrix.take(rows, axis=1)
-    return picked
+def free_share(in_flight: FloatArray, slots: FloatArray) -> FloatArray:
+    """1 - tasks in flight / max concurrency, at least 0: the load score of each agent."""
+    share: FloatArray = np.maximum(1.0 - in_flight / slots, 0.0)
+    return share
 
 
 def argmax_frequencies(samples: FloatArray, winners: IndexArray | None = None) -> FloatArray:

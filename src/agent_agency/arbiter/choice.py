@@ -1,9 +1,14 @@
 """A strategy's verdict turned into a choice: the router draws the chosen candidate itself, so
-the probability it logs is the one the choice was made with (`strategies/base.py`)."""
+the probability it logs is the one the choice was made with (`strategies/base.py`).
+
+Drawing the chosen candidate needs one row of a `Draws` verdict, or the best scores of a
+`Ranking`; the selection probabilities of every candidate and the decision's confidence are
+computed when first read (`Choice.probabilities`, `Choice.confidence`), from arrays the choice
+owns and nothing changes afterwards (the samples, scores or posterior draws of decision time), so
+they are exact for the decision whenever they are read, and a decision whose propensity is only
+read by the tracker's writer does not pay for it on the caller's thread."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,47 +32,113 @@ _BUILT_IN = frozenset(RoutingStrategy)
 _SUM_TOLERANCE = 1e-6
 
 
-@dataclass(frozen=True, slots=True)
 class Choice:
-    probabilities: FloatArray  # P(chosen) of every candidate
-    scores: FloatArray  # logged as each candidate's final score
-    performance: FloatArray | None  # each candidate's performance score; None: posterior mean
-    position: int  # the chosen candidate
-    confidence: float  # the chosen candidate's share of wins among posterior draws
-    draw_row: int | None  # the cached posterior draw played, to be drawn afresh
+    """The chosen candidate of one decision; what explains it is computed when first read."""
+
+    __slots__ = (
+        "_belief",
+        "_confidence",
+        "_drawn",
+        "_probabilities",
+        "draw_row",
+        "performance",
+        "position",
+        "scores",
+    )
+
+    def __init__(
+        self,
+        position: int,
+        scores: FloatArray,
+        performance: FloatArray | None,
+        belief: FloatArray,
+        *,
+        drawn: bool = False,
+        probabilities: FloatArray | None = None,
+        draw_row: int | None = None,
+    ) -> None:
+        """`belief`: D × k posterior draws; the confidence is the chosen candidate's share of
+        wins among them. `drawn`: the choice played one row of `belief` (a `Draws` verdict), so
+        the probabilities are each candidate's share of wins; otherwise `probabilities` are
+        given (a `Distribution`) or, when None, uniform over the best `scores` (a `Ranking`).
+        Every array is the choice's own: nothing changes it afterwards."""
+        self.position = position  # the chosen candidate
+        self.scores = scores  # logged as each candidate's final score
+        self.performance = performance  # each candidate's performance score; None: posterior mean
+        self.draw_row = draw_row  # the cached posterior draw played, to be drawn afresh
+        self._belief = belief
+        self._drawn = drawn
+        self._probabilities = probabilities
+        self._confidence: float | None = None
+
+    @property
+    def probabilities(self) -> FloatArray:
+        """P(chosen) of every candidate."""
+        if self._probabilities is None:
+            if self._drawn:
+                self._probabilities = argmax_frequencies(self._belief)
+            else:
+                self._probabilities = tie_uniform(self.scores)
+        return self._probabilities
+
+    @property
+    def propensity(self) -> float:
+        """P(chosen) of the chosen candidate."""
+        return float(self.probabilities[self.position])
+
+    @property
+    def confidence(self) -> float:
+        """The chosen candidate's share of wins among posterior draws."""
+        if self._confidence is None:
+            if self._drawn:
+                self._confidence = self.propensity
+            else:
+                self._confidence = float(argmax_frequencies(self._belief)[self.position])
+        return self._confidence
 
 
 def choose(name: str, strategy: Strategy, candidates: Candidates) -> Choice:
     """Ask `strategy` (registered as `name`) for its verdict and draw the chosen candidate.
 
-    A registered strategy's verdict is checked (shapes, finite values, a probability vector);
-    the built-in ones are known to give well-formed verdicts, and routing takes microseconds.
+    A registered strategy's verdict is checked (shapes, finite values, a probability vector)
+    and copied; the built-in ones are known to give well-formed verdicts of arrays of their own,
+    and routing takes microseconds.
     """
     verdict = strategy.choose(candidates)
     if name not in _BUILT_IN:
         verdict = _checked(verdict, len(candidates), name)
     rng = candidates.rng
     if isinstance(verdict, Draws):
-        winners = verdict.samples.argmax(axis=1)
-        probabilities = argmax_frequencies(verdict.samples, winners)
-        row = int(rng.integers(verdict.samples.shape[0]))
-        scores = verdict.samples[row].copy()  # a cached row is drawn afresh after the decision
-        position = int(winners[row])
-        confidence = float(probabilities[position])
-        draw_row = row if verdict.cached else None
-    else:
-        if isinstance(verdict, Ranking):
-            belief = verdict.belief
-            probabilities = tie_uniform(verdict.scores)
-        else:
-            belief = None
-            probabilities = verdict.probabilities
-        wins = argmax_frequencies(candidates.posterior_draws() if belief is None else belief)
-        position = sample_index(rng, probabilities)
+        samples = verdict.samples
+        row = int(rng.integers(samples.shape[0]))
+        played = samples[row]  # the decision's own: a cached row is drawn afresh after it
+        return Choice(
+            int(played.argmax()),
+            played,
+            verdict.performance,
+            samples,
+            drawn=True,
+            draw_row=row if verdict.cached else None,
+        )
+    if isinstance(verdict, Ranking):
+        belief = candidates.posterior_draws() if verdict.belief is None else verdict.belief
         scores = verdict.scores
-        confidence = float(wins[position])
-        draw_row = None
-    return Choice(probabilities, scores, verdict.performance, position, confidence, draw_row)
+        best = int(scores.argmax())
+        ties = scores == scores[best]
+        count = int(np.count_nonzero(ties))
+        drawn = rng.random()  # drawn even without a tie: a seed gives the same stream as ever
+        if count > 1:  # uniform among the tied best
+            best = int(ties.nonzero()[0][int(drawn * count)])
+        return Choice(best, scores, verdict.performance, belief)
+    belief = candidates.posterior_draws()  # first: the first read of a type's draws draws them
+    probabilities = verdict.probabilities
+    return Choice(
+        sample_index(rng, probabilities),
+        verdict.scores,
+        verdict.performance,
+        belief,
+        probabilities=probabilities,
+    )
 
 
 def _checked(verdict: Verdict, k: int, name: str) -> Verdict:

@@ -1,25 +1,27 @@
 """What a routing decision says about itself: its primary reason, the scores of every candidate,
-and the reason of a refusal. Secondary factors are gathered where they arise, in `router.py`.
+its secondary factors, and the reason of a refusal.
 
-A decision's primary reason and candidate table are formatted when first read (`Rationale`,
-`RoutingDecision.explained_later`), from values the router copied at decision time: formatting
-and validating 100 candidates costs several times the decision itself, and most decisions are
-only read when the tracker persists them, off the caller's thread."""
+A decision's primary reason, candidate table, secondary factors, confidence and propensity are
+computed when first read (`Rationale`, `RoutingDecision.explained_later`), from values the router
+copied or fixed at decision time: formatting and validating 100 candidates costs several times the
+decision itself, and most decisions are only read when the tracker persists them, off the
+caller's thread."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from agent_agency.arbiter.bandits import (
     QUALITY_SUM,
     SUCCESSES,
+    BoolArray,
     FloatArray,
     IndexArray,
     N,
+    free_share,
     posterior_mean_reward,
 )
 from agent_agency.arbiter.choice import Choice
@@ -76,24 +78,31 @@ def refusal(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Rationale:
-    """What explains one decision, fixed when it was made (the arrays are the decision's own)."""
+class Rationale(NamedTuple):
+    """What explains one decision, fixed when it was made: every array is the decision's own
+    or one the router replaces instead of changing it in place."""
 
     strategy: str
     task_type: str
     requirements: tuple[str, ...]
     keys: list[str]  # every arm's key at decision time, in row order
     rows: IndexArray  # the candidates' rows
+    chosen: int  # the chosen arm's row
     observed: FloatArray  # the chosen arm's own evidence on the task type (no prior)
+    inherited: float  # the chosen arm's prior pseudo-outcomes on the task type
     evidence: FloatArray  # every arm's evidence and prior on the task type
     quality_weight: float
-    capability: FloatArray  # every arm's share of the requirements (never changed in place)
-    load: FloatArray
+    capability: FloatArray  # every arm's share of the requirements
+    in_flight: FloatArray  # every arm's tasks in flight
+    slots: FloatArray  # every arm's max concurrency
+    full: BoolArray | None  # the eligible arms left out at max concurrency (None: none were)
+    factors: list[str]  # the secondary factors known before the capacity check, in order
+    probe: bool  # the call is a half-open breaker's probe
     choice: Choice
 
     def fields(self) -> dict[str, Any]:
-        """The decision's `primary_reason` and `candidates`."""
+        """The decision's `primary_reason`, `candidates`, `secondary_factors`, `confidence`
+        and `propensity`."""
         choice = self.choice
         keys = [self.keys[row] for row in self.rows.tolist()]
         performance = choice.performance
@@ -115,12 +124,31 @@ class Rationale:
             keys,
             self.capability[self.rows],
             performance,
-            self.load,
+            free_share(self.in_flight[self.rows], self.slots[self.rows]),
             choice.scores,
             choice.probabilities,
             choice.position,
         )
-        return {"primary_reason": reason, "candidates": scores}
+        return {
+            "primary_reason": reason,
+            "candidates": scores,
+            "secondary_factors": self._secondary_factors(),
+            "confidence": choice.confidence,
+            "propensity": choice.propensity,
+        }
+
+    def _secondary_factors(self) -> list[str]:
+        factors = list(self.factors)
+        if self.full is not None:
+            factors.append(f"At max concurrency: {names_at(self.keys, self.full.nonzero()[0])}")
+        if self.probe:
+            factors.append("Probe call: circuit breaker half-open after its cool-down")
+        in_use, limit = int(self.in_flight[self.chosen]), int(self.slots[self.chosen])
+        level = "Low" if in_use * 2 < limit else "High"
+        factors.append(f"{level} load ({count(in_use, 'task')} on {count(limit, 'slot')})")
+        if self.inherited > 0:
+            factors.append(f"Prior from parent version worth {self.inherited:.0f} tasks")
+        return factors
 
 
 def primary_reason(

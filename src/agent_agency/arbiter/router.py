@@ -213,21 +213,22 @@ class Router:
         held_back: Mapping[str, str],
     ) -> RoutingDecision:
         arms = self._arms
-        load = self._load(in_flight)
+        load = self._load(in_flight)  # the decision's own array: the rationale keeps it
         t = arms.column(request.task_type)
         name = self._strategy_for(request.task_type)
         factors: list[str] = []
-        covers, capability = arms.capability(request.requirements)
-        enabled = arms.enabled
-        capable = covers & enabled if self._any_disabled else covers
-        # count_nonzero: a fifth of the cost of .any() on a hundred arms
-        any_capable = bool(np.count_nonzero(capable))
-        if not any_capable and np.count_nonzero(enabled):
+        covers, capability, covering, _ = arms.capability(request.requirements)
+        if self._any_disabled:
+            capable = covers & arms.enabled
+            covering = int(np.count_nonzero(capable))
+        else:
+            capable = covers
+        if not covering and (enabled := int(np.count_nonzero(arms.enabled))):
             wanted = ", ".join(request.requirements)
             factors.append(f"No agent declares every requirement ({wanted}); considered all agents")
-            capable, any_capable = enabled, True
+            capable, covering = arms.enabled, enabled
         disabled = self._disabled()
-        eligible = capable
+        eligible, candidates = capable, covering
         excluded = [row for key in exclude if (row := self._live_row(key, "exclude")) is not None]
         held = [row for key in held_back if (row := self._live_row(key, "held_back")) is not None]
         tripped = self._breakers.tripped()
@@ -236,7 +237,8 @@ class Router:
             eligible = capable.copy()  # `capable` may be the arms' own mask: never edited
             eligible[[*excluded, *held]] = False
             eligible[[arms.index[key] for key in blocked]] = False
-        if not (any_capable if eligible is capable else np.count_nonzero(eligible)):
+            candidates = int(np.count_nonzero(eligible))
+        if not candidates:
             raise NoAgentAvailable(
                 explain.refusal(
                     request,
@@ -250,56 +252,63 @@ class Router:
             factors.append(f"Excluded after failing this task: {explain.names(list(exclude))}")
         for key, why in held_back.items():
             factors.append(f"Held back by the traffic split: {key} ({why})")
-        blocked_capable = [key for key in blocked if capable[arms.index[key]]]
-        if blocked_capable:
-            factors.append(f"Circuit breaker open: {explain.names(blocked_capable)}")
+        if blocked:
+            blocked_capable = [key for key in blocked if capable[arms.index[key]]]
+            if blocked_capable:
+                factors.append(f"Circuit breaker open: {explain.names(blocked_capable)}")
         if disabled:
             factors.append(f"Disabled, not routed to: {explain.names(disabled)}")
-        slots = arms.max_concurrency
-        share = load / slots
-        available = eligible & (share < 1.0)
-        if not np.count_nonzero(available):
-            lightest = share[eligible].min()
-            available = eligible & (share == lightest)
+        slots = arms.max_concurrency  # replaced, never changed in place: the rationale keeps it
+        available = eligible & (load < slots)
+        rows = available.nonzero()[0]
+        full = None
+        if not len(rows):
+            share = load / slots
+            available = eligible & (share == share[eligible].min())
             factors.append("Every candidate is at max concurrency; chose among the least loaded")
             rows = available.nonzero()[0]
-            load_score = np.maximum(1.0 - share[rows], 0.0)
-        else:
-            if len(full := (eligible ^ available).nonzero()[0]):  # available is within eligible
-                factors.append(f"At max concurrency: {explain.names_at(arms.keys, full)}")
-            rows = available.nonzero()[0]
-            load_score = 1.0 - share[rows]  # in (0, 1]: every share here is in [0, 1)
-        every_arm = len(rows) == len(arms.keys)  # rows are sorted and distinct
-        candidates = self._candidates(request, t, rows, load_score, every_arm)
-        choice = choose(name, self._strategy(name), candidates)
+        elif len(rows) < candidates:
+            full = eligible ^ available  # available is within eligible
+        choice = choose(
+            name,
+            self._strategy(name),
+            Candidates(
+                arms,
+                rows,
+                request=request,
+                column=t,
+                layout=self.layout,
+                rng=self._rng,
+                busy=(load, slots),
+                every_arm=len(rows) == len(arms.keys),  # rows are sorted and distinct
+            ),
+        )
         arms.advance(t, choice.draw_row)
         chosen = int(rows[choice.position])
         key = arms.keys[chosen]
-        if tripped and self._breakers.state(key) is BreakerState.HALF_OPEN:
+        probe = bool(tripped) and self._breakers.state(key) is BreakerState.HALF_OPEN
+        if probe:
             self._breakers.on_dispatch(key)
-            factors.append("Probe call: circuit breaker half-open after its cool-down")
         if fallback_of is not None:
             factors.insert(0, f"Fallback: {fallback_of} failed; next best candidate")
-        in_use, limit = int(load[chosen]), int(slots[chosen])
-        level = "Low" if in_use * 2 < limit else "High"
-        factors.append(
-            f"{level} load ({explain.count(in_use, 'task')} on {explain.count(limit, 'slot')})"
-        )
-        inherited = arms.prior[chosen, t, N]
-        if inherited > 0:
-            factors.append(f"Prior from parent version worth {inherited:.0f} tasks")
         rationale = explain.Rationale(
-            strategy=name,
-            task_type=request.task_type,
-            requirements=tuple(request.requirements),
-            keys=arms.keys,
-            rows=rows,
-            observed=arms.evidence[chosen, t].copy(),
-            evidence=arms.evidence[:, t] + arms.prior[:, t],
-            quality_weight=arms.quality_weight,
-            capability=capability,
-            load=load_score,
-            choice=choice,
+            name,
+            request.task_type,
+            tuple(request.requirements),
+            arms.keys,
+            rows,
+            chosen,
+            arms.evidence[chosen, t].copy(),
+            float(arms.prior[chosen, t, N]),
+            arms.total[:, t].copy(),
+            arms.quality_weight,
+            capability,
+            load,
+            slots,
+            full,
+            factors,
+            probe,
+            choice,
         )
         return RoutingDecision.explained_later(
             {
@@ -310,9 +319,6 @@ class Router:
                 "context": dict(request.context),
                 "selected_agent": key,
                 "strategy": name,
-                "confidence": choice.confidence,
-                "propensity": float(choice.probabilities[choice.position]),
-                "secondary_factors": factors,
                 "fallback_of": fallback_of,
             },
             rationale.fields,
@@ -327,25 +333,6 @@ class Router:
             strategy = build_strategy(name, self.settings)
             self._strategies[name] = strategy
         return strategy
-
-    def _candidates(
-        self,
-        request: RoutingRequest,
-        column: int,
-        rows: IndexArray,
-        load: FloatArray,
-        every_arm: bool = False,
-    ) -> Candidates:
-        return Candidates(
-            self._arms,
-            rows,
-            request=request,
-            column=column,
-            layout=self.layout,
-            load=load,
-            rng=self._rng,
-            every_arm=every_arm,
-        )
 
     def _load(self, in_flight: Mapping[str, int] | None) -> FloatArray:
         if not in_flight:
@@ -507,7 +494,15 @@ class Router:
         column = self._arms.column(request.task_type)
         load = np.ones(len(rows)) if load_scores is None else np.asarray(load_scores, float)
         name = strategy or self._strategy_for(request.task_type)
-        candidates_view = self._candidates(request, column, rows, load)
+        candidates_view = Candidates(
+            self._arms,
+            rows,
+            request=request,
+            column=column,
+            layout=self.layout,
+            rng=self._rng,
+            load=load,
+        )
         return choose(name, self._strategy(name), candidates_view), column
 
 

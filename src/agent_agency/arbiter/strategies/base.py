@@ -4,7 +4,8 @@ A strategy is any object with `choose(candidates) -> Verdict`. The router has al
 agents down to the decision's candidates (capability filter, exclusions, circuit breakers,
 disabled arms, max concurrency); `Candidates` gives the strategy the request, the candidates'
 evidence for its task type (and that type's column), the request's feature vector and the
-contextual models' predictions at it, the candidates' load and the router's random generator.
+contextual models' predictions at it, the candidates' load and the router's random generator;
+each computed when first read.
 
 The strategy answers with one of three verdicts over the k candidates, and the router, not the
 strategy, draws the chosen candidate from it, so the propensity it logs is by construction the
@@ -24,7 +25,7 @@ given, else of the router's cached posterior reward draws (`Candidates.posterior
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -33,7 +34,7 @@ import numpy as np
 from agent_agency.arbiter.bandits import (
     FloatArray,
     IndexArray,
-    columns,
+    free_share,
     posterior_mean_reward,
 )
 from agent_agency.arbiter.features import FeatureLayout, request_features
@@ -56,6 +57,9 @@ class ArmSource(Protocol):
     def draws_at(self, column: int) -> FloatArray: ...
     def linear_at(self, features: FloatArray) -> tuple[FloatArray, FloatArray]: ...
     def capabilities_at(self, rows: IndexArray) -> list[frozenset[str]]: ...
+    def coverage_at(
+        self, rows: IndexArray, requirements: Iterable[str]
+    ) -> tuple[FloatArray, FloatArray]: ...
     def decisions_at(self, column: int) -> float: ...
 
 
@@ -73,13 +77,14 @@ class Candidates:
 
     __slots__ = (
         "_arms",
+        "_busy",
         "_every_arm",
         "_evidence",
         "_features",
         "_layout",
+        "_load",
         "_mean",
         "column",
-        "load",
         "quality_weight",
         "request",
         "rng",
@@ -94,18 +99,22 @@ class Candidates:
         request: RoutingRequest,
         column: int,
         layout: FeatureLayout,
-        load: FloatArray,
         rng: np.random.Generator,
+        load: FloatArray | None = None,
+        busy: tuple[FloatArray, FloatArray] | None = None,
         every_arm: bool = False,
     ) -> None:
-        """`every_arm`: `rows` are every arm in order (the router knows; saves a check)."""
+        """`load`: each candidate's free share; or None, and `busy` gives every arm's tasks in
+        flight and max concurrency to compute it from when it is read. `every_arm`: `rows` are
+        every arm in order (the router knows; saves a check)."""
         self._arms = arms
         self._every_arm = every_arm
         self.rows = rows
         self.request = request
         self.column = column
         self._layout = layout
-        self.load = load
+        self._load = load
+        self._busy = busy
         self.rng = rng
         self.quality_weight = arms.quality_weight
         self._evidence: FloatArray | None = None
@@ -114,6 +123,15 @@ class Candidates:
 
     def __len__(self) -> int:
         return len(self.rows)
+
+    @property
+    def load(self) -> FloatArray:
+        """Each candidate's free share of its max concurrency, in [0, 1]."""
+        if self._load is None:
+            assert self._busy is not None, "a decision gives its load or what it is computed from"
+            in_flight, slots = self._busy
+            self._load = free_share(in_flight[self.rows], slots[self.rows])
+        return self._load
 
     def keys(self) -> list[str]:
         """The candidates' agent keys (name@version)."""
@@ -135,9 +153,11 @@ class Candidates:
     def posterior_draws(self) -> FloatArray:
         """D × k posterior reward draws (D = `propensity_draws`), cached per task type by the
         router: a candidate's column is redrawn when it learns, and the row a `Draws(...,
-        cached=True)` verdict played is redrawn after the decision."""
+        cached=True)` verdict played is redrawn after the decision. A copy of the candidates'
+        columns, the decision's own: the selection probabilities are computed from it when
+        they are first read (`choice.py`)."""
         draws = self._arms.draws_at(self.column)
-        return draws if self._every_arm else columns(draws, self.rows)
+        return draws.copy() if self._every_arm else draws.take(self.rows, axis=1)
 
     def features(self) -> FloatArray:
         """The request's feature vector (`arbiter/features.py`), as the contextual models see
@@ -154,6 +174,11 @@ class Candidates:
 
     def capabilities(self) -> list[frozenset[str]]:
         return self._arms.capabilities_at(self.rows)
+
+    def coverage(self) -> tuple[FloatArray, FloatArray]:
+        """Each candidate's share of the request's requirements that it declares (1 when there
+        are none), and the number of capabilities it declares beyond them."""
+        return self._arms.coverage_at(self.rows, self.request.requirements)
 
     def decisions(self) -> float:
         """Decisions of this task type so far (restored ones included; ε-greedy decays with it)."""

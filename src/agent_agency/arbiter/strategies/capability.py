@@ -3,16 +3,12 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from agent_agency.arbiter.strategies.base import Candidates, Ranking, Verdict
 
 
 class CapabilityMatch:
     def choose(self, candidates: Candidates) -> Verdict:
-        wanted = frozenset(candidates.request.requirements)
-        scores = [
-            len(wanted & caps) / max(len(wanted), 1) - len(caps - wanted) / 1000.0
-            for caps in candidates.capabilities()
-        ]
-        return Ranking(np.array(scores))
+        share, extras = candidates.coverage()
+        if not candidates.request.requirements:  # only the extras rank the candidates
+            return Ranking(0.0 - extras / 1000.0)
+        return Ranking(share - extras / 1000.0)
