@@ -38,8 +38,8 @@ from agent_agency.privacy.presidio import (
 from agent_agency.privacy.secrets import PROVIDER_NEEDS, SECRET_RECOGNIZERS
 from agent_agency.privacy.settings import DEFAULT_PHONE_REGIONS
 from agent_agency.privacy.spans import (
+    AnyNeeds,
     Finding,
-    may_match_any,
     resolve_overlaps,
     scan,
     text_outside,
@@ -116,6 +116,9 @@ RECOGNIZERS = (
     *FIELD_RECOGNIZERS,
     *PATH_RECOGNIZERS,
 )
+# `may_match_any(RECOGNIZERS, text)` with each distinct `needs` searched once, and only in texts
+# holding a character every match of it contains.
+_ANY_NEEDS = AnyNeeds(RECOGNIZERS)
 
 
 def _own_findings(text: str) -> list[Finding]:
@@ -231,7 +234,7 @@ def may_hold_pii(text: str) -> bool:
         return True
     if OBFUSCATED_AT_NEEDS.search(text):
         return True
-    if may_match_any(RECOGNIZERS, text):
+    if _ANY_NEEDS(text):
         return True
     return any(match.group(1) in _FIRST_NAMES for match in _FIRST_AND_LAST.finditer(text))
 
