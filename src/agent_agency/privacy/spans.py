@@ -12,8 +12,8 @@ never sits next to a surviving piece of the value it replaced.
 from __future__ import annotations
 
 import re
-import re._constants as sre_constants
-import re._parser as sre_parse
+import re._constants as sre_constants  # type: ignore[import-not-found]
+import re._parser as sre_parse  # type: ignore[import-not-found]
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -100,13 +100,21 @@ def may_match_any(recognizers: Iterable[Recognizer], text: str) -> bool:
     return any(recognizer.may_match(text) for recognizer in recognizers)
 
 
-# `AnyNeeds`: a character every match of a pattern must contain, where one exists. DIGIT stands
+# `AnyNeeds`: what `re`'s own parser (`re._parser`, which typeshed has no stubs for) makes of a
+# pattern tells a character every match of a pattern must contain, where one exists. DIGIT stands
 # for the class \d (`_DIGIT` finds one); each other atom is a character, looked for with `in`.
 DIGIT = "\\d"
 _DIGIT = re.compile(r"\d")
 _IGNORED_FLAGS = re.IGNORECASE | re.LOCALE  # a pattern under them is not analysed
 _REPEATS = (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT, sre_constants.POSSESSIVE_REPEAT)
 _GATE_ATOMS = 3  # more atoms than this, or any letter or blank among them: no gate (see below)
+
+
+def _is_digit_class(op: Any, value: Any) -> bool:
+    """An item of a character class that matches digits only: \\d, or a range of ASCII digits."""
+    if op is sre_constants.CATEGORY:
+        return value is sre_constants.CATEGORY_DIGIT
+    return op is sre_constants.RANGE and ord("0") <= value[0] <= value[1] <= ord("9")
 
 
 def _class_atoms(items: list[tuple[Any, Any]]) -> frozenset[str] | None:
@@ -116,9 +124,7 @@ def _class_atoms(items: list[tuple[Any, Any]]) -> frozenset[str] | None:
     for op, value in items:
         if op is sre_constants.LITERAL:
             atoms.add(chr(value))
-        elif op is sre_constants.CATEGORY and value is sre_constants.CATEGORY_DIGIT:
-            atoms.add(DIGIT)
-        elif op is sre_constants.RANGE and ord("0") <= value[0] <= value[1] <= ord("9"):
+        elif _is_digit_class(op, value):
             atoms.add(DIGIT)
         else:
             return None
@@ -132,12 +138,19 @@ def _atom_cost(atom: str) -> int:
     return 100 if atom.isalpha() or atom.isspace() else 1
 
 
-def required_atoms(nodes: Sequence[tuple[Any, Any]]) -> frozenset[str] | None:
-    """Atoms (characters, DIGIT) at least one of which every match of the parsed pattern `nodes`
-    contains, the rarest such set (`_atom_cost`); None when none is known. Exact: an element of a
-    sequence counts only when every match has it (a repeat at least once, each branch of an
-    alternation), and anything not analysed (a lookaround, an anchor, a negated class) adds
-    nothing."""
+def required_atoms(pattern: re.Pattern[str]) -> frozenset[str] | None:
+    """Atoms (characters, DIGIT) at least one of which every match of `pattern` contains, the
+    rarest such set (`_atom_cost`); None when none is known (or the pattern ignores case). Exact:
+    an element of a sequence counts only when every match has it (a repeat at least once, each
+    branch of an alternation), and anything not analysed (a lookaround, an anchor, a negated
+    class) adds nothing."""
+    if pattern.flags & _IGNORED_FLAGS:
+        return None
+    return _required(sre_parse.parse(pattern.pattern, pattern.flags))
+
+
+def _required(nodes: Sequence[tuple[Any, Any]]) -> frozenset[str] | None:
+    """`required_atoms` of a parsed pattern (a sequence of nodes)."""
     best: frozenset[str] | None = None
     for op, value in nodes:
         atoms: frozenset[str] | None = None
@@ -147,14 +160,14 @@ def required_atoms(nodes: Sequence[tuple[Any, Any]]) -> frozenset[str] | None:
             atoms = _class_atoms(value)
         elif op is sre_constants.SUBPATTERN:
             _group, add_flags, _del_flags, inner = value
-            atoms = None if add_flags & _IGNORED_FLAGS else required_atoms(inner)
+            atoms = None if add_flags & _IGNORED_FLAGS else _required(inner)
         elif op is sre_constants.ATOMIC_GROUP:
-            atoms = required_atoms(value)
+            atoms = _required(value)
         elif op in _REPEATS:
             low, _high, inner = value
-            atoms = required_atoms(inner) if low >= 1 else None
+            atoms = _required(inner) if low >= 1 else None
         elif op is sre_constants.BRANCH:
-            branches = [required_atoms(branch) for branch in value[1]]
+            branches = [_required(branch) for branch in value[1]]
             if all(branch is not None for branch in branches):
                 atoms = frozenset().union(*branches)  # type: ignore[arg-type]
         if atoms is not None and (
@@ -167,9 +180,7 @@ def required_atoms(nodes: Sequence[tuple[Any, Any]]) -> frozenset[str] | None:
 def _gate(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
     """The characters (DIGIT among them) one of which a text must hold for `pattern` to match
     in it, when that is a cheap test: at most `_GATE_ATOMS` of them, no letter, no blank."""
-    if pattern.flags & _IGNORED_FLAGS:
-        return None
-    atoms = required_atoms(sre_parse.parse(pattern.pattern, pattern.flags))
+    atoms = required_atoms(pattern)
     if atoms is None or len(atoms) > _GATE_ATOMS or any(_atom_cost(a) >= 100 for a in atoms):
         return None
     return tuple(sorted(atoms))
@@ -186,10 +197,12 @@ class AnyNeeds:
         patterns = dict.fromkeys(
             r.needs for r in recognizers if type(r).may_match is Recognizer.may_match
         )
-        gated: dict[tuple[str, ...] | None, list[Callable[[str], object]]] = {}
+        ungated: list[Callable[[str], object]] = []
+        gated: dict[tuple[str, ...], list[Callable[[str], object]]] = {}
         for pattern in patterns:
-            gated.setdefault(_gate(pattern), []).append(pattern.search)
-        self._ungated = tuple(gated.pop(None, ()))
+            gate = _gate(pattern)
+            (ungated if gate is None else gated.setdefault(gate, [])).append(pattern.search)
+        self._ungated = tuple(ungated)
         # (needs a digit, characters one of which it needs, the searches behind that gate)
         self._gated = tuple(
             (DIGIT in gate, tuple(atom for atom in gate if atom != DIGIT), tuple(searches))
