@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from datetime import timedelta
 
 import pytest
@@ -24,6 +25,7 @@ from agent_agency.privacy.pii import (
     redact,
 )
 from agent_agency.privacy.settings import AnonymizationPolicy
+from agent_agency.privacy.spans import DIGIT, AnyNeeds, may_match_any, required_atoms
 from agent_agency.records import Message, ToolCall, utcnow
 
 FIRST = sorted(pii._FIRST_NAMES)
@@ -139,6 +141,51 @@ def test_find_pii_equals_the_uncached_unfiltered_scan(text: str) -> None:
     assert pii_entities(text) == tuple(
         sorted({f.entity for f in find_pii(text, use_presidio=False)})
     )
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts)
+@example("Task 7: total? /home/x 12 Main St, NY 10001 [12/")
+def test_gated_needs_answer_as_every_recognizer_asked_in_turn(text: str) -> None:
+    assert pii._ANY_NEEDS(text) == may_match_any(pii.RECOGNIZERS, text), text
+
+
+_NEEDS = sorted({r.needs.pattern: r.needs for r in pii.RECOGNIZERS}.values(), key=str)
+
+
+@pytest.mark.parametrize("needs", _NEEDS, ids=lambda needs: needs.pattern[:30])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_every_match_of_a_need_holds_one_of_its_required_atoms(
+    needs: re.Pattern[str], data: st.DataObject
+) -> None:
+    atoms = required_atoms(needs)
+    if atoms is None:
+        return
+    match = data.draw(st.from_regex(needs))
+    found = needs.search(match)
+    assert found is not None
+    held = found.group()
+    assert any(re.search(r"\d", held) if atom == DIGIT else atom in held for atom in atoms), (
+        needs.pattern,
+        held,
+        atoms,
+    )
+
+
+def test_required_atoms_take_only_what_every_match_contains() -> None:
+    def atoms(pattern: str) -> frozenset[str] | None:
+        return required_atoms(re.compile(pattern))
+
+    assert atoms(r"ab:c") == frozenset(":")
+    assert atoms(r"a/b|c:d") == frozenset("/:")
+    assert atoms(r"\d{5}[ \t]+[A-Z]") == frozenset([DIGIT])
+    assert atoms(r"x:?y") == frozenset("x")  # an optional ':' is not required
+    assert atoms(r"a|b*") is None  # a branch that may match nothing requires nothing
+    assert atoms(r"(?i:q)") is None  # a case-insensitive literal is not analysed
+    assert atoms(r"[^:]") is None
+    gated = AnyNeeds(pii.RECOGNIZERS)
+    assert not gated("plain words only") and gated("Dear Ada")
 
 
 def test_prefilter_rejects_ordinary_task_text() -> None:

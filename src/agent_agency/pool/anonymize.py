@@ -20,7 +20,8 @@ from pydantic import BaseModel
 from agent_agency.data_point import DataPoint
 from agent_agency.pool.point_fields import free_texts
 from agent_agency.privacy.code_identifiers import IdentifierRenamer
-from agent_agency.privacy.pii import CACHE_MAX_CHARS, CACHE_SIZE, redact
+from agent_agency.privacy.ner import ner_enabled
+from agent_agency.privacy.pii import CACHE_MAX_CHARS, CACHE_SIZE, may_redact, redact
 from agent_agency.privacy.settings import DEFAULT_PHONE_REGIONS, AnonymizationPolicy
 from agent_agency.records import Message
 
@@ -174,7 +175,10 @@ class Anonymizer:
         texts = [free_texts(point) for point in points]
         distinct = set(chain.from_iterable(texts))
         changed: dict[str, str] = {}  # text → its cleaned form, for the texts cleaning changes
+        ner = self.policy.use_ner and ner_enabled()
         for text in distinct:
+            if not may_redact(text, ner):
+                continue  # the common case: nothing to find, the text stays as it is
             cleaned = self.clean_text(text)
             if cleaned != text:
                 changed[text] = cleaned

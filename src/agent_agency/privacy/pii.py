@@ -38,8 +38,8 @@ from agent_agency.privacy.presidio import (
 from agent_agency.privacy.secrets import PROVIDER_NEEDS, SECRET_RECOGNIZERS
 from agent_agency.privacy.settings import DEFAULT_PHONE_REGIONS
 from agent_agency.privacy.spans import (
+    AnyNeeds,
     Finding,
-    may_match_any,
     resolve_overlaps,
     scan,
     text_outside,
@@ -64,6 +64,7 @@ __all__ = [
     "generalize_path",
     "import_presidio",
     "may_hold_pii",
+    "may_redact",
     "pii_entities",
     "presidio_analyzer",
     "redact",
@@ -116,6 +117,9 @@ RECOGNIZERS = (
     *FIELD_RECOGNIZERS,
     *PATH_RECOGNIZERS,
 )
+# `may_match_any(RECOGNIZERS, text)` with each distinct `needs` searched once, and only in texts
+# holding a character every match of it contains.
+_ANY_NEEDS = AnyNeeds(RECOGNIZERS)
 
 
 def _own_findings(text: str) -> list[Finding]:
@@ -231,7 +235,7 @@ def may_hold_pii(text: str) -> bool:
         return True
     if OBFUSCATED_AT_NEEDS.search(text):
         return True
-    if may_match_any(RECOGNIZERS, text):
+    if _ANY_NEEDS(text):
         return True
     return any(match.group(1) in _FIRST_NAMES for match in _FIRST_AND_LAST.finditer(text))
 
@@ -393,6 +397,13 @@ def redact(
     return text, replaced
 
 
+def may_redact(text: str, use_ner: bool) -> bool:
+    """False only when no recognizer, ours or Presidio as we call it (or the NER extra's, when
+    `use_ner`: asked and enabled), finds anything in `text`: `redact` then returns it unchanged,
+    under any policy. Cheap (the cached pre-filter), so a caller may skip `redact` for it."""
+    return _flagged(text) or (use_ner and ner_may_find(text))
+
+
 def _redact_once(
     text: str,
     include: Callable[[str], bool],
@@ -400,8 +411,7 @@ def _redact_once(
     phone_regions: tuple[str, ...],
     use_ner: bool,
 ) -> tuple[str, list[str]]:
-    # no recognizer, ours or Presidio as we call it (or the NER extra's), finds anything
-    if not _flagged(text) and not (use_ner and ner_may_find(text)):
+    if not may_redact(text, use_ner):
         return text, []
     found = find_pii(text, use_presidio=use_presidio, phone_regions=phone_regions, use_ner=use_ner)
     # A placeholder found again (`'[USER]'` under a user key) is no replacement: without this

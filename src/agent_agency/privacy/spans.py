@@ -12,8 +12,11 @@ never sits next to a surviving piece of the value it replaced.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+import re._constants as sre_constants  # type: ignore[import-not-found]
+import re._parser as sre_parse  # type: ignore[import-not-found]
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,131 @@ def scan(recognizers: Iterable[Recognizer], text: str) -> list[Finding]:
 
 def may_match_any(recognizers: Iterable[Recognizer], text: str) -> bool:
     return any(recognizer.may_match(text) for recognizer in recognizers)
+
+
+# `AnyNeeds`: what `re`'s own parser (`re._parser`, which typeshed has no stubs for) makes of a
+# pattern tells a character every match of a pattern must contain, where one exists. DIGIT stands
+# for the class \d (`_DIGIT` finds one); each other atom is a character, looked for with `in`.
+DIGIT = "\\d"
+_DIGIT = re.compile(r"\d")
+_IGNORED_FLAGS = re.IGNORECASE | re.LOCALE  # a pattern under them is not analysed
+_REPEATS = (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT, sre_constants.POSSESSIVE_REPEAT)
+_GATE_ATOMS = 3  # more atoms than this, or any letter or blank among them: no gate (see below)
+
+
+def _is_digit_class(op: Any, value: Any) -> bool:
+    """An item of a character class that matches digits only: \\d, or a range of ASCII digits."""
+    if op is sre_constants.CATEGORY:
+        return value is sre_constants.CATEGORY_DIGIT
+    return op is sre_constants.RANGE and ord("0") <= value[0] <= value[1] <= ord("9")
+
+
+def _class_atoms(items: list[tuple[Any, Any]]) -> frozenset[str] | None:
+    """The atoms of a character class `[...]`: its characters, DIGIT for \\d (or a range of
+    ASCII digits); None for anything else (negation, another category, a wide range)."""
+    atoms: set[str] = set()
+    for op, value in items:
+        if op is sre_constants.LITERAL:
+            atoms.add(chr(value))
+        elif _is_digit_class(op, value):
+            atoms.add(DIGIT)
+        else:
+            return None
+    return frozenset(atoms)
+
+
+def _atom_cost(atom: str) -> int:
+    """How often a text holds `atom`, roughly: a gate of rare characters skips most texts."""
+    if atom == DIGIT:
+        return 10
+    return 100 if atom.isalpha() or atom.isspace() else 1
+
+
+def required_atoms(pattern: re.Pattern[str]) -> frozenset[str] | None:
+    """Atoms (characters, DIGIT) at least one of which every match of `pattern` contains, the
+    rarest such set (`_atom_cost`); None when none is known (or the pattern ignores case). Exact:
+    an element of a sequence counts only when every match has it (a repeat at least once, each
+    branch of an alternation), and anything not analysed (a lookaround, an anchor, a negated
+    class) adds nothing."""
+    if pattern.flags & _IGNORED_FLAGS:
+        return None
+    return _required(sre_parse.parse(pattern.pattern, pattern.flags))
+
+
+def _required(nodes: Sequence[tuple[Any, Any]]) -> frozenset[str] | None:
+    """`required_atoms` of a parsed pattern (a sequence of nodes)."""
+    best: frozenset[str] | None = None
+    for op, value in nodes:
+        atoms: frozenset[str] | None = None
+        if op is sre_constants.LITERAL:
+            atoms = frozenset(chr(value))
+        elif op is sre_constants.IN:
+            atoms = _class_atoms(value)
+        elif op is sre_constants.SUBPATTERN:
+            _group, add_flags, _del_flags, inner = value
+            atoms = None if add_flags & _IGNORED_FLAGS else _required(inner)
+        elif op is sre_constants.ATOMIC_GROUP:
+            atoms = _required(value)
+        elif op in _REPEATS:
+            low, _high, inner = value
+            atoms = _required(inner) if low >= 1 else None
+        elif op is sre_constants.BRANCH:
+            branches = [_required(branch) for branch in value[1]]
+            if all(branch is not None for branch in branches):
+                atoms = frozenset().union(*branches)  # type: ignore[arg-type]
+        if atoms is not None and (
+            best is None or sum(map(_atom_cost, atoms)) < sum(map(_atom_cost, best))
+        ):
+            best = atoms
+    return best
+
+
+def _gate(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
+    """The characters (DIGIT among them) one of which a text must hold for `pattern` to match
+    in it, when that is a cheap test: at most `_GATE_ATOMS` of them, no letter, no blank."""
+    atoms = required_atoms(pattern)
+    if atoms is None or len(atoms) > _GATE_ATOMS or any(_atom_cost(a) >= 100 for a in atoms):
+        return None
+    return tuple(sorted(atoms))
+
+
+class AnyNeeds:
+    """`may_match_any(recognizers, text)`, answered with fewer regex searches: each distinct
+    `needs` pattern is searched once, and only where the text holds a character every match of
+    it must contain (`required_atoms`: a ':' or a '/', a digit), one test for all the patterns
+    sharing that gate. Recognizers with a `may_match` of their own are asked as they are."""
+
+    def __init__(self, recognizers: Iterable[Recognizer]) -> None:
+        recognizers = list(recognizers)
+        patterns = dict.fromkeys(
+            r.needs for r in recognizers if type(r).may_match is Recognizer.may_match
+        )
+        ungated: list[Callable[[str], object]] = []
+        gated: dict[tuple[str, ...], list[Callable[[str], object]]] = {}
+        for pattern in patterns:
+            gate = _gate(pattern)
+            (ungated if gate is None else gated.setdefault(gate, [])).append(pattern.search)
+        self._ungated = tuple(ungated)
+        # (needs a digit, characters one of which it needs, the searches behind that gate)
+        self._gated = tuple(
+            (DIGIT in gate, tuple(atom for atom in gate if atom != DIGIT), tuple(searches))
+            for gate, searches in gated.items()
+        )
+        self._own = tuple(r for r in recognizers if type(r).may_match is not Recognizer.may_match)
+
+    def __call__(self, text: str) -> bool:
+        for search in self._ungated:
+            if search(text) is not None:
+                return True
+        digit: bool | None = None
+        for needs_digit, characters, searches in self._gated:
+            if needs_digit and digit is None:
+                digit = _DIGIT.search(text) is not None
+            if (needs_digit and digit) or any(c in text for c in characters):
+                for search in searches:
+                    if search(text) is not None:
+                        return True
+        return any(recognizer.may_match(text) for recognizer in self._own)
 
 
 _WORD_CHAR = re.compile(r"[^\W_]")
