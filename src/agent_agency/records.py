@@ -12,6 +12,7 @@ import json
 import math
 import os
 import random
+import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -417,11 +418,14 @@ class RoutingDecision(RoutingRequest):
 
     def _explained(self) -> RoutingDecision:
         private = self.__pydantic_private__ or {}
-        explain = private.get("_explain")
-        if explain is not None:
-            private["_explain"] = None
-            full = type(self).model_validate({**self.__dict__, **explain()})
-            self.__dict__.update(full.__dict__)
+        # Under a lock: the tracker's writer thread may serialize a decision while its caller
+        # reads the rationale; neither may see the fields half filled.
+        with _EXPLAINING:
+            explain = private.get("_explain")
+            if explain is not None:
+                private["_explain"] = None
+                full = type(self).model_validate({**self.__dict__, **explain()})
+                self.__dict__.update(full.__dict__)
         return self
 
     if not TYPE_CHECKING:
@@ -461,6 +465,7 @@ class RoutingDecision(RoutingRequest):
         return super(RoutingDecision, self._explained()).__deepcopy__(memo)
 
 
+_EXPLAINING = threading.RLock()
 DEFERRED_FIELDS = (
     "candidates",
     "confidence",
