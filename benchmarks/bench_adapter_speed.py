@@ -27,7 +27,7 @@ from agent_agency.agents.local import (
     default_threads,
     embedded_model_path,
 )
-from agent_agency.agents.merged_adapter import merged_model_file
+from agent_agency.agents.merged_adapter import merged_model_file, merged_path
 from agent_agency.agents.settings import EmbeddedModelSettings
 from agent_agency.records import Message
 from agent_agency.training import (
@@ -104,6 +104,7 @@ def main() -> None:
                 f"{wall_s:.0f} s in all (model load included), ~{step_s:.1f} s per step."
             )
         spec = AgentSpec(name="bench", max_tokens=GENERATE_TOKENS)
+        merged_before = merged_path(embedded_model_path(), adapter).is_file()
         started = time.perf_counter()
         merged_file = merged_model_file(embedded_model_path(), adapter)
         merge_s = time.perf_counter() - started
@@ -128,7 +129,9 @@ def main() -> None:
             for name, backend in backends.items():
                 rates[name].append(asyncio.run(_rate(backend)))
         described = _describe(adapter)
-        merged_file.unlink()
+        if not merged_before:  # a merged file made before stays for its version
+            merged_file.unlink()
+    merged = "merged before" if merged_before else f"merging took {merge_s:.1f} s"
     median = {name: statistics.median(runs) for name, runs in rates.items()}
     rows = "\n".join(
         f"| {name} | {median[name]:.1f} | {median[name] / median['base']:.2f} | "
@@ -139,8 +142,8 @@ def main() -> None:
 SmolLM2-135M-Instruct Q4_1 through the embedded backend (llama-cpp-python, {default_threads()}
 thread(s), greedy, up to {GENERATE_TOKENS} tokens): alone; with a LoRA adapter GGUF
 ({described}) merged into the base's weights, as the backend serves a trained version by
-default (adapted tensors written as F16; merging took {merge_s:.1f} s and wrote
-{merged_mb:.0f} MB beside the adapter, once per version); and with the adapter passed to llama.cpp
+default (adapted tensors written as F16; {merged}, {merged_mb:.0f} MB beside the
+adapter, once per version); and with the adapter passed to llama.cpp
 as `lora_path`, applied beside the base at every token (`embedded.merge_adapters: false`).
 Median of {RUNS} interleaved runs each. {trained} 1-minute load average when it finished:
 {os.getloadavg()[0]:.1f} (2 cores).

@@ -43,11 +43,16 @@ def merged_model_file(base: Path, adapter: Path) -> Path:
     """The GGUF of `base` with the LoRA `adapter` merged into its weights: written beside the
     adapter on first use (seconds for a small model), then reused. `AdapterMergeError` for an
     adapter that does not fit the base; `OSError` when the adapter's directory is not writable."""
-    target = adapter.with_name(f"{adapter.stem}.merged-{_inputs_digest(base, adapter)}.gguf")
+    target = merged_path(base, adapter)
     with _MERGE_LOCK:
         if not target.is_file():
             write_merged_model(base, adapter, target)
     return target
+
+
+def merged_path(base: Path, adapter: Path) -> Path:
+    """Where `merged_model_file` keeps the merge of `adapter` into `base` (it may not exist)."""
+    return adapter.with_name(f"{adapter.stem}.merged-{_inputs_digest(base, adapter)}.gguf")
 
 
 def write_merged_model(base: Path, adapter: Path, out: Path) -> Path:
