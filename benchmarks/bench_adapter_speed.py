@@ -152,8 +152,6 @@ Median of {RUNS} interleaved runs each. {trained} 1-minute load average when it 
 | --- | --- | --- | --- | --- |
 {rows}
 
-llama-cpp-python loads a model without mmap when it is given an adapter, hence the slower load
-of the applied adapter.
 """
     write_section("Trained adapter speed", body)
     print(body)
