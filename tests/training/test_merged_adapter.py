@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -248,3 +249,17 @@ def test_the_local_backend_serves_an_adapter_merged_unless_told_not_to(
     with model_instances(tiny_gguf, adapter).acquire() as model:
         assert Path(model.model_path) == written
     assert merged == unmerged
+
+
+def test_without_the_gguf_package_the_backend_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_agency.agents.base import BackendError
+    from agent_agency.agents.local import _merged
+
+    base, adapter = tmp_path / "base.gguf", tmp_path / "adapter.gguf"
+    base.write_bytes(b"base")
+    adapter.write_bytes(b"adapter")
+    monkeypatch.setitem(sys.modules, "gguf", None)  # import gguf raises ImportError
+    with pytest.raises(BackendError, match=r"needs the gguf package.*local.*merge_adapters: false"):
+        _merged(base, adapter)

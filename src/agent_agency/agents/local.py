@@ -172,6 +172,11 @@ def _merged(path: Path, adapter: Path) -> Path:
 
     try:
         return merged_model_file(path, adapter)
+    except ImportError:
+        raise BackendError(
+            f"serving adapter {adapter} merged needs the gguf package; {INSTALL_HINT} (or set "
+            "embedded.merge_adapters: false to apply it unmerged)"
+        ) from None
     except (AdapterMergeError, OSError) as error:
         raise BackendError(
             f"could not merge adapter {adapter} into {path}: {error} (embedded.merge_adapters: "
