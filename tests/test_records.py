@@ -1,4 +1,4 @@
-"""Record ids: `records.new_id`."""
+"""Record ids: `records.new_id` (`stamps.py`)."""
 
 from __future__ import annotations
 
