@@ -6,8 +6,15 @@ turns, `--rounds` times. Reported per configuration: wall time, tasks per minute
 command (user + system time over wall time; 200% is both cores of two busy) and its peak
 resident memory. The machine's load before each run is reported beside it.
 
-Usage: python benchmarks/bench_cores.py [--tasks 30] [--rounds 1]
-Writes the "Main job on every core" section of benchmarks/RESULTS.md.
+`--scaling` measures how the main job scales with the machine's cores instead: 2, 4, 8 … up to
+every core's instance (one thread each, two tasks in flight per instance, each of the three
+default agents allowed as many model calls as there are instances), beside the defaults of
+`run.concurrency` and `max_concurrency` as they were before (4 tasks in flight, 4 calls per
+agent), widest first; `--budget-s` stops starting configurations once that much time has gone.
+
+Usage: python benchmarks/bench_cores.py [--tasks 30] [--rounds 1] [--scaling [--budget-s S]]
+Writes the "Main job on every core" (or, with --scaling, "Main job on a bigger machine") section
+of benchmarks/RESULTS.md; `--json FILE` also writes every run's figures to FILE.
 """
 
 from __future__ import annotations
@@ -41,15 +48,49 @@ MEASURE = (
 )
 
 
+DEFAULT_AGENTS = ("direct", "stepwise", "toolsmith")
+
+
+def sized(instances: int, agent_calls: int) -> str:
+    """agency.yaml for `instances` one-thread instances, two tasks in flight per instance and
+    `agent_calls` model calls at once for each default agent."""
+    agents = "".join(
+        f"  - name: {name}\n    max_concurrency: {agent_calls}\n" for name in DEFAULT_AGENTS
+    )
+    return (
+        f"embedded:\n  instances: {instances}\n  threads: 1\n"
+        f"run:\n  concurrency: {2 * instances}\nagents:\n{agents}"
+    )
+
+
+def scaling_configs(cores: int) -> dict[str, str]:
+    """Widest first, so that a budget cut leaves the narrow (slow) ones out."""
+    configs = {
+        f"{cores} instances, 4 tasks in flight, 4 calls per agent (the defaults before)": (
+            "run:\n  concurrency: 4\n"
+        ),
+        f"{cores} instances, {2 * cores} in flight, 4 calls per agent": sized(cores, 4),
+    }
+    widths = [cores]
+    while widths[-1] > 2:
+        widths.append(max(2, widths[-1] // 2))
+    for width in widths:
+        calls = max(width, 4)
+        configs[f"{width} instances, {2 * width} in flight, {calls} calls per agent"] = sized(
+            width, calls
+        )
+    return configs
+
+
 def one_run(config: str, tasks: int) -> dict[str, float]:
-    agency = str(Path(sys.executable).with_name("agency"))
+    agency = [sys.executable, "-m", "agent_agency"]
     with tempfile.TemporaryDirectory() as tmp:
         if config:
             (Path(tmp) / "agency.yaml").write_text(config, encoding="utf-8")
         load = os.getloadavg()[0]
         started = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "-c", MEASURE, agency, "run", "--tasks", str(tasks)],
+            [sys.executable, "-c", MEASURE, *agency, "run", "--tasks", str(tasks)],
             cwd=tmp,
             check=True,
             capture_output=True,
@@ -70,11 +111,53 @@ def one_run(config: str, tasks: int) -> dict[str, float]:
     }
 
 
+def scaling(tasks: int, budget_s: float, json_path: Path | None) -> None:
+    started = time.perf_counter()
+    runs: dict[str, dict[str, float]] = {}
+    for label, config in scaling_configs(os.cpu_count() or 1).items():
+        if time.perf_counter() - started > budget_s:
+            print(f"budget spent: {label} not run", flush=True)
+            continue
+        runs[label] = one_run(config, tasks)
+        print(label, runs[label], flush=True)
+        if json_path is not None:
+            json_path.write_text(json.dumps(runs, indent=1), encoding="utf-8")
+    narrowest = min(runs, key=lambda label: runs[label]["tasks_per_min"])
+    lines = [
+        f"`agency run --tasks {tasks}` on the embedded model, each configuration from a fresh "
+        f"directory, one after the other; {os.cpu_count()} cores. CPU is user + system time of "
+        "the whole command over its wall time; × is against the slowest configuration.",
+        "",
+        "| configuration | wall s | tasks/min | × slowest | CPU | peak RSS | succeeded | "
+        "load before |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for label, run in runs.items():
+        lines.append(
+            f"| {label} | {run['wall_s']:.0f} | {run['tasks_per_min']:.1f} | "
+            f"{run['tasks_per_min'] / runs[narrowest]['tasks_per_min']:.2f} | "
+            f"{run['cpu_percent']:.0f}% | {run['max_rss_mb']:.0f} MB | "
+            f"{run['succeeded']:.0f} | {run['load_before']:.1f} |"
+        )
+    lines += ["", f"Command: `python benchmarks/bench_cores.py --scaling --tasks {tasks}`."]
+    body = "\n".join(lines)
+    write_section("Main job on a bigger machine", body)
+    print(body)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--scaling", action="store_true", help="2, 4, 8 … instances up to the cores"
+    )
+    parser.add_argument("--budget-s", type=float, default=float("inf"))
+    parser.add_argument("--json", type=Path, help="also write every run's figures to this file")
     args = parser.parse_args()
+    if args.scaling:
+        scaling(args.tasks, args.budget_s, args.json)
+        return
     runs: dict[str, list[dict[str, float]]] = {label: [] for label in CONFIGS}
     for _ in range(args.rounds):
         for label, config in CONFIGS.items():

@@ -105,7 +105,20 @@ def test_negative_limits_rejected() -> None:
     with pytest.raises(ConfigError, match=r"agents\.0\.max_concurrency"):
         parse_config({"agents": [{"name": "a", "max_concurrency": -1}]})
     with pytest.raises(ConfigError, match=r"run\.concurrency"):
-        parse_config({"run": {"concurrency": 0}})
+        parse_config({"run": {"concurrency": -1}})
+
+
+def test_tasks_in_flight_default_to_two_per_model_instance() -> None:
+    assert parse_config({"embedded": {"instances": 3}}).tasks_in_flight() == 6
+    assert (
+        parse_config({"embedded": {"instances": 3}, "run": {"concurrency": 5}}).tasks_in_flight()
+        == 5
+    )
+
+
+def test_tasks_in_flight_follow_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    assert AgencyConfig().tasks_in_flight() == 32
 
 
 def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:

@@ -199,6 +199,11 @@ class AgencyConfig(Section):
                 )
                 yield f"agents.{keys[start]}.parent", reason
 
+    def tasks_in_flight(self) -> int:
+        """`run.concurrency`, its automatic value (0) resolved: two tasks per embedded model
+        instance, so that each instance has a task to generate while another is graded."""
+        return self.run.concurrency or 2 * self.embedded.sizing()[0]
+
     def team(self) -> list[AgentSpec]:
         """The agents a run uses: `run.agents` if given, else every configured agent."""
         if not self.run.agents:

@@ -28,10 +28,10 @@ class RunSettings(Section):
         "where they hold fewer)",
     )
     concurrency: int = Field(
-        default=4,
-        gt=0,
-        description="tasks in flight at once: more than the model instances (`embedded`), so "
-        "grading one task overlaps generating another",
+        default=0,
+        ge=0,
+        description="tasks in flight at once; 0: two per embedded model instance (`embedded`), "
+        "so grading one task overlaps generating another",
     )
     split: SplitChoice = Field(
         default="train",

@@ -322,7 +322,9 @@ async def execute_run(
             tasks: Iterable[Task] = prepared.tasks
             if stop_when is not None:
                 tasks = itertools.takewhile(lambda _task: not stop_when(), tasks)
-            outcomes = await arbiter.run(tasks, concurrency=config.run.concurrency, on_outcome=told)
+            outcomes = await arbiter.run(
+                tasks, concurrency=config.tasks_in_flight(), on_outcome=told
+            )
         wall_s = time.perf_counter() - started
         executions = [e for outcome in outcomes for e in outcome.executions]
         evaluations = [e for outcome in outcomes for e in outcome.evaluations]

@@ -502,7 +502,7 @@ class Arbiter:
         on_outcome: Callable[[TaskOutcome], None] | None = None,
     ) -> list[TaskOutcome]:
         """Run every task with at most `concurrency` in flight; outcomes in input order."""
-        limit = self.config.run.concurrency if concurrency is None else concurrency
+        limit = self.config.tasks_in_flight() if concurrency is None else concurrency
         if limit <= 0:
             raise ValueError(f"concurrency must be > 0, got {limit}")
         results: dict[int, TaskOutcome] = {}

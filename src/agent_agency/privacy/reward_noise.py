@@ -4,22 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-# The modules themselves, not `opendp.prelude`: the prelude also imports scikit-learn's
-# extras when scikit-learn is installed (1.4 s, more than the rest of the CLI's imports).
-from opendp.domains import atom_domain
-from opendp.measurements import make_laplace
-from opendp.metrics import absolute_distance
-from opendp.mod import enable_features
-
 from agent_agency.privacy.settings import AnonymizationPolicy
-
-enable_features("contrib")
 
 
 class RewardNoise:
     """Adds Laplace(scale) noise to a reward in [0, 1] and clamps the result back to [0, 1]."""
 
     def __init__(self, policy: AnonymizationPolicy) -> None:
+        # Imported here, not with the module: the pool's store imports this module, and only a
+        # noisy export needs OpenDP (its native library takes ~11 ms to load). The modules
+        # themselves, not `opendp.prelude`: the prelude also imports scikit-learn's extras when
+        # scikit-learn is installed (1.4 s, more than the rest of the CLI's imports).
+        from opendp.domains import atom_domain
+        from opendp.measurements import make_laplace
+        from opendp.metrics import absolute_distance
+        from opendp.mod import enable_features
+
+        enable_features("contrib")
         self._measurement: Any = make_laplace(
             atom_domain(T=float, nan=False),
             absolute_distance(T=float),
