@@ -289,7 +289,8 @@ class Tracker:
     def record(self, record: Record) -> None:
         if self._closed:
             raise RuntimeError("the tracker is closed")
-        if not isinstance(record, RECORDABLE):
+        # a span first: the commonest record, and last of RECORDABLE
+        if type(record) is not Span and not isinstance(record, RECORDABLE):
             raise TypeError(f"the tracker cannot record {type(record).__name__}")
         if self.run_id is not None and isinstance(record, RUN_STAMPED) and record.run_id is None:
             record.run_id = self.run_id
