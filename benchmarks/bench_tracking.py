@@ -17,6 +17,7 @@ Usage: python benchmarks/bench_tracking.py [--quick] [--json PATH]
 
 from __future__ import annotations
 
+import gc
 import os
 import resource
 import tempfile
@@ -126,6 +127,19 @@ def switches() -> tuple[int, int]:
     return usage.ru_nivcsw, usage.ru_nvcsw
 
 
+def count_collections() -> list[int]:
+    """A one-item list counting the garbage collections started from now on (any generation,
+    on any thread)."""
+    started = [0]
+
+    def on_collection(phase: str, _info: dict[str, Any]) -> None:
+        if phase == "start":
+            started[0] += 1
+
+    gc.callbacks.append(on_collection)
+    return started
+
+
 def percentiles(samples_ns: list[int]) -> dict[str, float]:
     values = np.percentile(np.array(samples_ns, dtype=np.float64) / 1e3, [50, 99, 99.9])
     return {"p50_us": float(values[0]), "p99_us": float(values[1]), "p999_us": float(values[2])}
@@ -154,16 +168,22 @@ def run(quick: bool = False) -> dict[str, Any]:
         own: dict[str, list[int]] = {name: [] for name in pipelines}
         # the calls not preempted that blocked (for the GIL, mostly): where a stall comes from
         blocked: dict[str, int] = dict.fromkeys(pipelines, 0)
+        # the calls during which a garbage collection ran (the collector runs on the thread
+        # whose allocation crossed its threshold)
+        collected: dict[str, int] = dict.fromkeys(pipelines, 0)
+        collections = count_collections()
         clock = time.perf_counter_ns
         for _ in range(operations // BLOCK):
             for name, (call, drain) in pipelines.items():
                 spent, kept = timings[name], own[name]
                 for _ in range(BLOCK):
                     preempted, waited = switches()
+                    before = collections[0]
                     started = clock()
                     call()
                     took = clock() - started
                     spent.append(took)
+                    collected[name] += collections[0] != before
                     after = switches()
                     if after[0] == preempted:
                         kept.append(took)
@@ -189,6 +209,7 @@ def run(quick: bool = False) -> dict[str, Any]:
             name: 1 - len(own[name]) / len(spent) for name, spent in timings.items()
         },
         "blocked_share": {name: blocked[name] / len(kept) for name, kept in own.items()},
+        "collected_share": {name: collected[name] / len(spent) for name, spent in timings.items()},
         "tracker_close_s": close_s,
         "spans_stored": stored,
         "spans_acknowledged": tracker.written,
@@ -234,6 +255,8 @@ def section(figures: dict[str, Any]) -> str:
         f"{ratios}Targets: p99 ≤ 20 µs, p99.9 ≤ 200 µs. Calls not preempted that blocked "
         "(waited for the GIL another thread held, or a lock): "
         + ", ".join(f"{name} {share:.2%}" for name, share in figures["blocked_share"].items())
+        + ". Calls during which a garbage collection ran: "
+        + ", ".join(f"{name} {share:.2%}" for name, share in figures["collected_share"].items())
         + f". Spans acknowledged "
         f"{figures['spans_acknowledged']:,}, stored {figures['spans_stored']:,}; "
         f"`Tracker.close()` (the last flush) {figures['tracker_close_s']:.2f} s."
