@@ -350,7 +350,7 @@ class Router:
         rows = self._load_rows
         try:
             counts = np.fromiter(in_flight.values(), np.float64, len(keys))
-            checked = rows is not None and counts.min() >= 0
+            checked = rows is not None and counts[counts.argmin()] >= 0  # argmin: no wrapper
         except (TypeError, ValueError):
             checked = False
         if checked and self._load_every_arm:
