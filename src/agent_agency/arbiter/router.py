@@ -229,7 +229,8 @@ class Router:
             capable, covering = arms.enabled.copy(), enabled  # the rationale keeps it
         disabled = self._disabled()
         eligible, candidates = capable, covering
-        excluded = held = []
+        excluded: list[int] = []
+        held: list[int] = []
         if exclude:
             excluded = [r for key in exclude if (r := self._live_row(key, "exclude")) is not None]
         if held_back:
