@@ -139,6 +139,20 @@ def test_a_registered_draws_verdict_plays_one_row_and_logs_its_win_share() -> No
     assert max(decision.candidates, key=lambda c: c.final_score).agent == decision.selected_agent
 
 
+def test_a_registered_draws_verdict_may_name_the_candidates_columns() -> None:
+    """Samples with a column per arm and the candidates' columns, as `every_arm_draws` gives:
+    the win shares are those among the candidates' columns only (b's column, never a
+    candidate, wins every row)."""
+    router = Router(agents("a", "b", "c"), strategy="test-answers")
+    samples = np.array([[1.0, 9.0, 0.0], [0.0, 9.0, 2.0], [0.0, 9.0, 3.0], [2.0, 9.0, 0.0]])
+    ANSWERS.verdict = Draws(samples, columns=np.array([0, 2]))
+    decision = router.decide(request(), exclude=["b@1"])
+    assert [c.propensity for c in decision.candidates] == [0.5, 0.5]
+    ANSWERS.verdict = Draws(samples, columns=np.array([0, 3]))
+    with pytest.raises(ValueError, match="Draws.columns: must index the columns of samples"):
+        router.decide(request(), exclude=["b@1"])
+
+
 def test_registering_is_checked() -> None:
     with pytest.raises(ValueError, match="name: strategy 'thompson' is already registered"):
         register_strategy("thompson", lambda _: MostExperienced())

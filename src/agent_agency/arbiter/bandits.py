@@ -107,17 +107,18 @@ class PosteriorDraws:
 
     def redraw_row(self, row: int) -> None:
         """Replace draw `row` by a fresh draw of every arm (`_sample`'s arithmetic in place)."""
-        rng, shape, w = self._rng, self.alpha.shape, self._w
-        success: FloatArray = rng.beta(self.alpha, self.beta, size=shape)
+        rng, w = self._rng, self._w
+        success: FloatArray = rng.beta(self.alpha, self.beta, size=self.alpha.shape)
         if w == 0.0:
             self.draws[row] = success
             return
-        quality = rng.standard_normal(shape)
+        quality = self.draws[row]  # drawn in place: the same numbers, one array fewer
+        rng.standard_normal(out=quality)
         quality *= self.sd
         quality += self.mean
         quality *= w
         success *= 1.0 - w
-        np.add(success, quality, out=self.draws[row])
+        quality += success
 
     def learn(self, arm: int, evidence: Sequence[float]) -> None:
         """`arm`'s evidence (n, successes, quality sum, quality² sum) is now `evidence`: new

@@ -14,6 +14,7 @@ import numpy as np
 
 from agent_agency.arbiter.bandits import (
     FloatArray,
+    IndexArray,
     argmax_frequencies,
     sample_index,
     tie_uniform,
@@ -37,6 +38,7 @@ class Choice:
 
     __slots__ = (
         "_belief",
+        "_columns",
         "_confidence",
         "_drawn",
         "_probabilities",
@@ -56,9 +58,11 @@ class Choice:
         drawn: bool = False,
         probabilities: FloatArray | None = None,
         draw_row: int | None = None,
+        columns: IndexArray | None = None,
     ) -> None:
-        """`belief`: D × k posterior draws; the confidence is the chosen candidate's share of
-        wins among them. `drawn`: the choice played one row of `belief` (a `Draws` verdict), so
+        """`belief`: D × k posterior draws, or D × arms with the candidates' `columns` in it
+        (taken when first read); the confidence is the chosen candidate's share of wins among
+        them. `drawn`: the choice played one row of `belief` (a `Draws` verdict), so
         the probabilities are each candidate's share of wins; otherwise `probabilities` are
         given (a `Distribution`) or, when None, uniform over the best `scores` (a `Ranking`).
         Every array is the choice's own: nothing changes it afterwards."""
@@ -67,6 +71,7 @@ class Choice:
         self.performance = performance  # each candidate's performance score; None: posterior mean
         self.draw_row = draw_row  # the cached posterior draw played, to be drawn afresh
         self._belief = belief
+        self._columns = columns
         self._drawn = drawn
         self._probabilities = probabilities
         self._confidence: float | None = None
@@ -76,7 +81,7 @@ class Choice:
         """P(chosen) of every candidate."""
         if self._probabilities is None:
             if self._drawn:
-                self._probabilities = argmax_frequencies(self._belief)
+                self._probabilities = argmax_frequencies(self._candidate_belief())
             else:
                 self._probabilities = tie_uniform(self.scores)
         return self._probabilities
@@ -93,8 +98,13 @@ class Choice:
             if self._drawn:
                 self._confidence = self.propensity
             else:
-                self._confidence = float(argmax_frequencies(self._belief)[self.position])
+                belief = self._candidate_belief()
+                self._confidence = float(argmax_frequencies(belief)[self.position])
         return self._confidence
+
+    def _candidate_belief(self) -> FloatArray:
+        belief, columns = self._belief, self._columns
+        return belief if columns is None else belief.take(columns, axis=1)
 
 
 def choose(name: str, strategy: Strategy, candidates: Candidates) -> Choice:
@@ -109,9 +119,11 @@ def choose(name: str, strategy: Strategy, candidates: Candidates) -> Choice:
         verdict = _checked(verdict, len(candidates), name)
     rng = candidates.rng
     if isinstance(verdict, Draws):
-        samples = verdict.samples
+        samples, columns = verdict.samples, verdict.columns
         row = int(rng.integers(samples.shape[0]))
         played = samples[row]  # the decision's own: a cached row is drawn afresh after it
+        if columns is not None:
+            played = played.take(columns)
         return Choice(
             int(played.argmax()),
             played,
@@ -119,9 +131,13 @@ def choose(name: str, strategy: Strategy, candidates: Candidates) -> Choice:
             samples,
             drawn=True,
             draw_row=row if verdict.cached else None,
+            columns=columns,
         )
     if isinstance(verdict, Ranking):
-        belief = candidates.posterior_draws() if verdict.belief is None else verdict.belief
+        if verdict.belief is None:
+            belief, columns = candidates.every_arm_draws()
+        else:
+            belief, columns = verdict.belief, None
         scores = verdict.scores
         best = int(scores.argmax())
         ties = scores == scores[best]
@@ -129,8 +145,9 @@ def choose(name: str, strategy: Strategy, candidates: Candidates) -> Choice:
         drawn = rng.random()  # drawn even without a tie: a seed gives the same stream as ever
         if count > 1:  # uniform among the tied best
             best = int(ties.nonzero()[0][int(drawn * count)])
-        return Choice(best, scores, verdict.performance, belief)
-    belief = candidates.posterior_draws()  # first: the first read of a type's draws draws them
+        return Choice(best, scores, verdict.performance, belief, columns=columns)
+    # first: the first read of a type's draws draws them
+    belief, columns = candidates.every_arm_draws()
     probabilities = verdict.probabilities
     return Choice(
         sample_index(rng, probabilities),
@@ -138,6 +155,7 @@ def choose(name: str, strategy: Strategy, candidates: Candidates) -> Choice:
         verdict.performance,
         belief,
         probabilities=probabilities,
+        columns=columns,
     )
 
 
@@ -153,7 +171,13 @@ def _checked(verdict: Verdict, k: int, name: str) -> Verdict:
     if verdict.performance is not None:
         performance = _array(verdict.performance, (k,), f"{where}.performance")
     if isinstance(verdict, Draws):
-        samples = _array(verdict.samples, (-1, k), f"{where}.samples")
+        samples = verdict.samples
+        if verdict.columns is not None:  # D × arms: the candidates' columns, checked below
+            try:
+                samples = np.asarray(samples)[:, np.asarray(verdict.columns, dtype=np.intp)]
+            except (IndexError, TypeError, ValueError):
+                raise ValueError(f"{where}.columns: must index the columns of samples") from None
+        samples = _array(samples, (-1, k), f"{where}.samples")
         return Draws(samples, performance, verdict.cached)
     scores = _array(verdict.scores, (k,), f"{where}.scores")
     if isinstance(verdict, Ranking):

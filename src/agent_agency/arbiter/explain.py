@@ -95,7 +95,8 @@ class Rationale(NamedTuple):
     capability: FloatArray  # every arm's share of the requirements
     in_flight: FloatArray  # every arm's tasks in flight
     slots: FloatArray  # every arm's max concurrency
-    full: BoolArray | None  # the eligible arms left out at max concurrency (None: none were)
+    # (eligible arms, those below max concurrency) when some eligible arms were full, else None
+    capacity: tuple[BoolArray, BoolArray] | None
     factors: list[str]  # the secondary factors known before the capacity check, in order
     probe: bool  # the call is a half-open breaker's probe
     choice: Choice
@@ -139,8 +140,10 @@ class Rationale(NamedTuple):
 
     def _secondary_factors(self) -> list[str]:
         factors = list(self.factors)
-        if self.full is not None:
-            factors.append(f"At max concurrency: {names_at(self.keys, self.full.nonzero()[0])}")
+        if self.capacity is not None:
+            eligible, available = self.capacity
+            full = (eligible ^ available).nonzero()[0]  # available is within eligible
+            factors.append(f"At max concurrency: {names_at(self.keys, full)}")
         if self.probe:
             factors.append("Probe call: circuit breaker half-open after its cool-down")
         in_use, limit = int(self.in_flight[self.chosen]), int(self.slots[self.chosen])

@@ -226,11 +226,15 @@ class Router:
         if not covering and (enabled := int(np.count_nonzero(arms.enabled))):
             wanted = ", ".join(request.requirements)
             factors.append(f"No agent declares every requirement ({wanted}); considered all agents")
-            capable, covering = arms.enabled, enabled
+            capable, covering = arms.enabled.copy(), enabled  # the rationale keeps it
         disabled = self._disabled()
         eligible, candidates = capable, covering
-        excluded = [row for key in exclude if (row := self._live_row(key, "exclude")) is not None]
-        held = [row for key in held_back if (row := self._live_row(key, "held_back")) is not None]
+        excluded: list[int] = []
+        held: list[int] = []
+        if exclude:
+            excluded = [r for key in exclude if (r := self._live_row(key, "exclude")) is not None]
+        if held_back:
+            held = [r for key in held_back if (r := self._live_row(key, "held_back")) is not None]
         tripped = self._breakers.tripped()
         blocked = [key for key in tripped if not self._breakers.allows(key)] if tripped else []
         if excluded or held or blocked:
@@ -261,14 +265,14 @@ class Router:
         slots = arms.max_concurrency  # replaced, never changed in place: the rationale keeps it
         available = eligible & (load < slots)
         rows = available.nonzero()[0]
-        full = None
+        capacity = None
         if not len(rows):
             share = load / slots
             available = eligible & (share == share[eligible].min())
             factors.append("Every candidate is at max concurrency; chose among the least loaded")
             rows = available.nonzero()[0]
         elif len(rows) < candidates:
-            full = eligible ^ available  # available is within eligible
+            capacity = (eligible, available)  # never changed in place: the rationale keeps them
         choice = choose(
             name,
             self._strategy(name),
@@ -305,7 +309,7 @@ class Router:
             capability,
             load,
             slots,
-            full,
+            capacity,
             factors,
             probe,
             choice,
@@ -350,7 +354,7 @@ class Router:
         rows = self._load_rows
         try:
             counts = np.fromiter(in_flight.values(), np.float64, len(keys))
-            checked = rows is not None and counts.min() >= 0
+            checked = rows is not None and counts[counts.argmin()] >= 0  # argmin: no wrapper
         except (TypeError, ValueError):
             checked = False
         if checked and self._load_every_arm:

@@ -159,6 +159,14 @@ class Candidates:
         draws = self._arms.draws_at(self.column)
         return draws.copy() if self._every_arm else draws.take(self.rows, axis=1)
 
+    def every_arm_draws(self) -> tuple[FloatArray, IndexArray | None]:
+        """`posterior_draws` as a copy of every arm's draws (D × arms, the decision's own) and
+        the candidates' columns in it (None: every arm is a candidate): the gather of the
+        candidates' columns costs several copies, and `Draws(..., columns=...)` leaves it to
+        whoever reads the selection probabilities."""
+        draws = self._arms.draws_at(self.column).copy()
+        return draws, None if self._every_arm else self.rows
+
     def features(self) -> FloatArray:
         """The request's feature vector (`arbiter/features.py`), as the contextual models see
         it."""
@@ -210,11 +218,14 @@ class Draws:
 
     `cached`: the samples are `Candidates.posterior_draws()`, and the row played is to be drawn
     afresh after the decision, so that stale draws cannot shut a candidate out for long.
+    `columns`: `samples` has a column per arm (`Candidates.every_arm_draws()`) and the candidates'
+    are these; None: `samples` is D × k.
     """
 
     samples: FloatArray
     performance: FloatArray | None = None
     cached: bool = False
+    columns: IndexArray | None = None
 
 
 Verdict = Ranking | Distribution | Draws
