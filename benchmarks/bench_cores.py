@@ -51,25 +51,26 @@ MEASURE = (
 DEFAULT_AGENTS = ("direct", "stepwise", "toolsmith")
 
 
-def sized(instances: int, agent_calls: int) -> str:
-    """agency.yaml for `instances` one-thread instances, two tasks in flight per instance and
+def sized(instances: int, in_flight: int, agent_calls: int) -> str:
+    """agency.yaml for `instances` one-thread instances, `in_flight` tasks at once and
     `agent_calls` model calls at once for each default agent."""
     agents = "".join(
         f"  - name: {name}\n    max_concurrency: {agent_calls}\n" for name in DEFAULT_AGENTS
     )
     return (
         f"embedded:\n  instances: {instances}\n  threads: 1\n"
-        f"run:\n  concurrency: {2 * instances}\nagents:\n{agents}"
+        f"run:\n  concurrency: {in_flight}\nagents:\n{agents}"
     )
 
 
 def scaling_configs(cores: int) -> dict[str, str]:
-    """Widest first, so that a budget cut leaves the narrow (slow) ones out."""
+    """Widest first, so that a budget cut leaves the narrow (slow) ones out. The defaults now
+    are two tasks in flight per instance and, on more than 4 cores, one call per core per agent."""
     configs = {
-        f"{cores} instances, 4 tasks in flight, 4 calls per agent (the defaults before)": (
-            "run:\n  concurrency: 4\n"
+        f"{cores} instances, 4 tasks in flight, 4 calls per agent (the defaults before)": sized(
+            cores, 4, 4
         ),
-        f"{cores} instances, {2 * cores} in flight, 4 calls per agent": sized(cores, 4),
+        f"{cores} instances, {2 * cores} in flight, 4 calls per agent": sized(cores, 2 * cores, 4),
     }
     widths = [cores]
     while widths[-1] > 2:
@@ -77,7 +78,7 @@ def scaling_configs(cores: int) -> dict[str, str]:
     for width in widths:
         calls = max(width, 4)
         configs[f"{width} instances, {2 * width} in flight, {calls} calls per agent"] = sized(
-            width, calls
+            width, 2 * width, calls
         )
     return configs
 

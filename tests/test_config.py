@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_agency.agent_spec import AgentSpec
 from agent_agency.config import AgencyConfig, default_team, load_config, parse_config
 from agent_agency.records import RoutingStrategy
 from agent_agency.sections import ConfigError
@@ -452,3 +453,15 @@ def test_an_openai_compat_agent_without_base_url_is_valid_config(
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     agents = [{"name": "direct"}, {"name": "big", "backend": "openai_compat", "model": "m"}]
     assert parse_config({"agents": agents}).agents[1].base_url is None
+
+
+def test_call_slots_default_to_four_or_one_per_core_for_local_models(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    local = AgentSpec(name="a")
+    served = AgentSpec(name="b", backend="openai_compat", model="m")
+    assert (local.call_slots(), served.call_slots()) == (16, 4)
+    assert AgentSpec(name="c", max_concurrency=2).call_slots() == 2
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert local.call_slots() == 4

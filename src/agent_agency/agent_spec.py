@@ -3,6 +3,7 @@ it can do. Configured in `agency.yaml` (`agents:`), stored with each version (`d
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
@@ -15,6 +16,8 @@ from agent_agency.records import (
 )
 
 EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
+# model calls at once per agent where `max_concurrency` is left automatic (0)
+DEFAULT_CALL_SLOTS = 4
 
 
 # Where an `openai_compat` agent without `base_url` finds its server's URL (read when it runs).
@@ -118,7 +121,10 @@ class AgentSpec(Record):
         "that declare every requirement of a task",
     )
     max_concurrency: int = Field(
-        default=4, gt=0, description="model calls at once, its calls as a judge included"
+        default=0,
+        ge=0,
+        description="model calls at once, its calls as a judge included; 0: 4, or for the "
+        "local backend one per core where there are more (its model has an instance per core)",
     )
     timeout_s: float = Field(
         default=60.0,
@@ -152,6 +158,16 @@ class AgentSpec(Record):
                 field="adapter",
             )
         return self
+
+    def call_slots(self) -> int:
+        """`max_concurrency`, its automatic value (0) resolved. A local model serves one call
+        per instance and has one instance per core by default: on a machine of more cores
+        than 4, four calls per agent would leave instances idle."""
+        if self.max_concurrency:
+            return self.max_concurrency
+        if self.backend == "local":
+            return max(DEFAULT_CALL_SLOTS, os.cpu_count() or 1)
+        return DEFAULT_CALL_SLOTS
 
     @property
     def key(self) -> str:

@@ -55,10 +55,10 @@ log = logging.getLogger(__name__)
 
 
 def agent_slots(specs: Iterable[AgentSpec]) -> dict[str, asyncio.Semaphore]:
-    """One semaphore per agent, admitting its `max_concurrency` model calls at once. Pass the
-    same ones to the `Arbiter` and to the judges that use these agents (`Judge(admission=...)`),
-    so grading calls count against the limit too."""
-    return {spec.key: asyncio.Semaphore(spec.max_concurrency) for spec in specs}
+    """One semaphore per agent, admitting its `max_concurrency` model calls at once
+    (`AgentSpec.call_slots`). Pass the same ones to the `Arbiter` and to the judges that use
+    these agents (`Judge(admission=...)`), so grading calls count against the limit too."""
+    return {spec.key: asyncio.Semaphore(spec.call_slots()) for spec in specs}
 
 
 class RunLimits(Protocol):

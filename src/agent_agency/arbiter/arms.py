@@ -145,7 +145,7 @@ class ArmTable:
         self.evidence = np.concatenate([self.evidence, np.zeros_like(prior)])
         self.prior = np.concatenate([self.prior, prior])
         self.total = self.evidence + self.prior
-        self.max_concurrency = np.append(self.max_concurrency, float(spec.max_concurrency))
+        self.max_concurrency = np.append(self.max_concurrency, float(spec.call_slots()))
         self.enabled = np.append(self.enabled, True)
         self.linear.add_agent(parent, weight)
         for t, draws in self._draws.items():
