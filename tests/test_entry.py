@@ -97,3 +97,11 @@ def test_help_of_every_command_loads_no_heavy_module() -> None:
     assert {"", "run", "pool ingest", "routing evaluate", "audit verify", "train"} <= set(paths)
     assert [path for path, code in result["shown"] if code not in (0, None)] == []
     assert result["loaded"] == []
+
+
+def test_python_dash_m_runs_the_cli() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_agency", "run", "--help"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--concurrency" in done.stdout

@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("service",),
     ("cli",),
     ("entry",),
+    ("__main__",),
 )
 # Top-level names allowed to be imported from anywhere: the package itself is only a re-export.
 UNLAYERED = {"__init__"}
