@@ -384,9 +384,13 @@ def string_reasons(point: DataPoint) -> list[str]:
     return batch_string_reasons([point])[0]
 
 
-def batch_string_reasons(points: Sequence[DataPoint]) -> list[list[str]]:
-    """`string_reasons` of each point, checking each distinct string of the batch once."""
-    texts = [free_texts(point) for point in points]
+def batch_string_reasons(
+    points: Sequence[DataPoint], texts: Sequence[list[str]] | None = None
+) -> list[list[str]]:
+    """`string_reasons` of each point, checking each distinct string of the batch once.
+    `texts`: each point's `free_texts`, when the caller has them already."""
+    if texts is None:
+        texts = [free_texts(point) for point in points]
     identifying = [identifying_values(point) for point in points]
     distinct_texts = set(chain.from_iterable(texts))
     distinct_names = set(chain.from_iterable(identifying))
