@@ -188,6 +188,16 @@ def test_required_atoms_take_only_what_every_match_contains() -> None:
     assert not gated("plain words only") and gated("Dear Ada")
 
 
+def test_no_rule_of_the_prefilter_holds_in_a_short_number() -> None:
+    # every number the short-number path passes, asked of every rule: none holds
+    for length in range(1, pii.SHORT_NUMBER_DIGITS + 1):
+        for digits in itertools.product("0123456789", repeat=length):
+            assert not pii._may_hold_pii("".join(digits)), digits
+    # the path is only taken by short ASCII numbers: longer ones and other digits are scanned
+    assert may_hold_pii("415555") and pii._may_hold_pii("415555")
+    assert not may_hold_pii("42") and may_hold_pii("4155552671")
+
+
 def test_prefilter_rejects_ordinary_task_text() -> None:
     for text in (
         "Task 7: a shop sells 12 pens at 3 dollars each. Total?",

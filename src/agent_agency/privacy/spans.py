@@ -211,14 +211,24 @@ class AnyNeeds:
         self._own = tuple(r for r in recognizers if type(r).may_match is not Recognizer.may_match)
 
     def __call__(self, text: str) -> bool:
+        # plain loops, no generator expression per gate: this runs on every distinct text
+        # ingested
         for search in self._ungated:
             if search(text) is not None:
                 return True
         digit: bool | None = None
         for needs_digit, characters, searches in self._gated:
-            if needs_digit and digit is None:
-                digit = _DIGIT.search(text) is not None
-            if (needs_digit and digit) or any(c in text for c in characters):
+            held = False
+            if needs_digit:
+                if digit is None:
+                    digit = _DIGIT.search(text) is not None
+                held = digit
+            if not held:
+                for character in characters:
+                    if character in text:
+                        held = True
+                        break
+            if held:
                 for search in searches:
                     if search(text) is not None:
                         return True
