@@ -31,7 +31,7 @@ from agent_agency.pool.point_fields import (
 )
 from agent_agency.privacy.pii import checksum_entities, pii_entities, redact
 from agent_agency.records import MAX_COUNT, MAX_LATENCY_MS, RubricScores, to_utc
-from agent_agency.storable_text import unstorable_reason
+from agent_agency.storable_text import all_storable, unstorable_reason
 
 _BOUND_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
 
@@ -415,11 +415,12 @@ def batch_string_reasons(
     distinct_names = set(chain.from_iterable(identifying))
     entities = {text: pii_entities(text) for text in distinct_texts}
     names = {text: identifier_entities(text) for text in distinct_names}
-    unstorable = {
-        text: reason
-        for text in distinct_texts | distinct_names
-        if (reason := unstorable_reason(text)) is not None
-    }
+    strings = distinct_texts | distinct_names
+    unstorable = (
+        {}  # the common case, decided for the whole batch at once
+        if all_storable(strings)
+        else {text: reason for text in strings if (reason := unstorable_reason(text)) is not None}
+    )
     flagged = {text for text, found in entities.items() if found} | unstorable.keys()
     flagged_names = {text for text, found in names.items() if found} | unstorable.keys()
     return [
