@@ -252,6 +252,8 @@ def test_required_atoms_take_only_what_every_match_contains() -> None:
     assert atoms(r"a/b|c:d") == frozenset("/:")
     assert atoms(r"\d{5}[ \t]+[A-Z]") == frozenset([DIGIT])
     assert atoms(r"x:?y") == frozenset("x")  # an optional ':' is not required
+    # both required, the rarer in text is taken: a '\' rather than the ':' before it
+    assert atoms(r"[A-Za-z]:\\|/x") == frozenset("\\/")
     assert atoms(r"a|b*") is None  # a branch that may match nothing requires nothing
     assert atoms(r"(?i:q)") is None  # a case-insensitive literal is not analysed
     assert atoms(r"[^:]") is None

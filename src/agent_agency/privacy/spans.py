@@ -131,11 +131,18 @@ def _class_atoms(items: list[tuple[Any, Any]]) -> frozenset[str] | None:
     return frozenset(atoms)
 
 
+# Punctuation of ordinary prose and numbers ("Task 7: …", "1,200.50"): a gate of it skips fewer
+# texts than one of '/', '\\', '@' or '['.
+_COMMON_PUNCTUATION = frozenset(":.,")
+
+
 def _atom_cost(atom: str) -> int:
     """How often a text holds `atom`, roughly: a gate of rare characters skips most texts."""
     if atom == DIGIT:
         return 10
-    return 100 if atom.isalpha() or atom.isspace() else 1
+    if atom.isalpha() or atom.isspace():
+        return 100
+    return 2 if atom in _COMMON_PUNCTUATION else 1
 
 
 def required_atoms(pattern: re.Pattern[str]) -> frozenset[str] | None:
