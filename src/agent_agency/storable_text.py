@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from typing import Any
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -39,6 +40,12 @@ def unstorable_reason(text: str) -> str | None:
     if found == "\x00":
         return "contains a NUL character (U+0000), which PostgreSQL cannot store"
     return f"contains a lone surrogate (U+{ord(found):04X}), which is not valid Unicode text"
+
+
+def all_storable(texts: Iterable[str]) -> bool:
+    """True when no text of `texts` holds a character `unstorable_reason` names: asked of them
+    all joined, at once (a character is in the joined text exactly when it is in one of them)."""
+    return _first_unstorable("".join(texts)) is None
 
 
 def storable(text: str) -> str:

@@ -27,6 +27,7 @@ from agent_agency.pool.ingest_workers import (
     ingest_here_until_started,
     prepare_as_worker,
 )
+from agent_agency.pool.point_fields import free_texts, shares_free_texts
 from agent_agency.pool.point_inserts import insert_points
 from agent_agency.pool.prepare import IngestReport, data_point_row, tier_for
 from agent_agency.pool.queries import BatchCriteria, get_batch
@@ -154,6 +155,23 @@ def test_unchanged_messages_are_shared_not_copied() -> None:
     [view] = Anonymizer(AnonymizationPolicy(), b"secret").anonymized_views([point])
     # the system prompt holds no PII
     assert view.trajectory[0].messages[0] is point.trajectory[0].messages[0]
+
+
+def test_a_view_shares_the_free_texts_of_its_point_only_when_it_changed_none() -> None:
+    clean = make_point("clean", prompt="What is 2 + 2?")
+    mailed = make_point("mailed", prompt="What is 2 + 2? Mail jane.doe@example.com the answer.")
+    anonymizer = Anonymizer(AnonymizationPolicy(), b"secret")
+    views = anonymizer.anonymized_views([clean, mailed])
+    assert shares_free_texts(views[0], clean)
+    assert free_texts(views[0]) == free_texts(clean)
+    # the cleaned view's texts are its own: the privacy gate judges those, not the input's
+    assert not shares_free_texts(views[1], mailed)
+    assert "jane.doe" in free_texts(mailed)[0] and "jane.doe" not in free_texts(views[1])[0]
+    # texts given by the caller are the ones `free_texts` would gather
+    given_texts = [free_texts(clean), free_texts(mailed)]
+    assert [v.model_dump() for v in anonymizer.anonymized_views([clean, mailed], given_texts)] == [
+        v.model_dump() for v in views
+    ]
 
 
 def test_insert_points_counts_only_rows_it_inserted(db_url: str) -> None:

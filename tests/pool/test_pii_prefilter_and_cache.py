@@ -25,7 +25,15 @@ from agent_agency.privacy.pii import (
     redact,
 )
 from agent_agency.privacy.settings import AnonymizationPolicy
-from agent_agency.privacy.spans import DIGIT, AnyNeeds, may_match_any, required_atoms
+from agent_agency.privacy.spans import (
+    DIGIT,
+    AnyNeeds,
+    Recognizer,
+    literals,
+    may_match_any,
+    required_atoms,
+    trie_pattern,
+)
 from agent_agency.records import Message, ToolCall, utcnow
 
 FIRST = sorted(pii._FIRST_NAMES)
@@ -173,6 +181,69 @@ def test_every_match_of_a_need_holds_one_of_its_required_atoms(
     )
 
 
+def test_literals_are_every_string_a_pattern_matches_when_finitely_many() -> None:
+    def words(pattern: str) -> list[str] | None:
+        return literals(re.compile(pattern))
+
+    assert words(r"[Tt]oken|ab(?:c|d)") == ["Token", "token", "abc", "abd"]
+    assert words(r"Hi|Hello|Hey") == ["Hi", "Hello", "Hey"]  # the parser factors out the "H"
+    for infinite_or_unanalysed in (
+        r"a+",
+        r"ab?",
+        r"\bx",
+        r"[^a]",
+        r"[a-c]",
+        r"\d",
+        r"(?i:x)",
+        r"(?=a)a",
+    ):
+        assert words(infinite_or_unanalysed) is None, infinite_or_unanalysed
+    assert words(r"(?i)x") is None
+
+
+# the needs of recognizers asked through their `needs` alone that match finitely many strings
+_LITERAL_NEEDS = sorted(
+    {
+        r.needs.pattern: r.needs
+        for r in pii.RECOGNIZERS
+        if type(r).may_match is Recognizer.may_match and literals(r.needs) is not None
+    }.values(),
+    key=str,
+)
+
+
+def test_the_key_words_and_token_prefixes_are_searched_as_literals() -> None:
+    assert len(_LITERAL_NEEDS) >= 6
+
+
+@pytest.mark.parametrize("needs", _LITERAL_NEEDS, ids=lambda needs: needs.pattern[:30])
+def test_each_literal_of_a_need_is_found_by_the_one_pattern_searched_for_them(
+    needs: re.Pattern[str],
+) -> None:
+    gated = AnyNeeds(pii.RECOGNIZERS)
+    words = literals(needs)
+    assert words is not None
+    one = trie_pattern(words)
+    for word in words:
+        assert needs.fullmatch(word), word
+        text = f"plain {word} words"
+        assert one.search(text) and gated(text), word
+        # one character short of the word, no need of this pattern holds: neither searched
+        # pattern finds one
+        shorter = f"plain {word[:-1]}"
+        assert bool(one.search(shorter)) == bool(needs.search(shorter)), word
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.text(alphabet="abAB-_ ", min_size=1, max_size=4), min_size=1), st.text("abAB-_ ")
+)
+def test_a_trie_pattern_finds_a_match_where_one_of_its_words_occurs(
+    words: list[str], text: str
+) -> None:
+    assert bool(trie_pattern(words).search(text)) == any(word in text for word in words)
+
+
 def test_required_atoms_take_only_what_every_match_contains() -> None:
     def atoms(pattern: str) -> frozenset[str] | None:
         return required_atoms(re.compile(pattern))
@@ -181,11 +252,23 @@ def test_required_atoms_take_only_what_every_match_contains() -> None:
     assert atoms(r"a/b|c:d") == frozenset("/:")
     assert atoms(r"\d{5}[ \t]+[A-Z]") == frozenset([DIGIT])
     assert atoms(r"x:?y") == frozenset("x")  # an optional ':' is not required
+    # both required, the rarer in text is taken: a '\' rather than the ':' before it
+    assert atoms(r"[A-Za-z]:\\|/x") == frozenset("\\/")
     assert atoms(r"a|b*") is None  # a branch that may match nothing requires nothing
     assert atoms(r"(?i:q)") is None  # a case-insensitive literal is not analysed
     assert atoms(r"[^:]") is None
     gated = AnyNeeds(pii.RECOGNIZERS)
     assert not gated("plain words only") and gated("Dear Ada")
+
+
+def test_no_rule_of_the_prefilter_holds_in_a_short_number() -> None:
+    # every number the short-number path passes, asked of every rule: none holds
+    for length in range(1, pii.SHORT_NUMBER_DIGITS + 1):
+        for digits in itertools.product("0123456789", repeat=length):
+            assert not pii._may_hold_pii("".join(digits)), digits
+    # the path is only taken by short ASCII numbers: longer ones and other digits are scanned
+    assert may_hold_pii("415555") and pii._may_hold_pii("415555")
+    assert not may_hold_pii("42") and may_hold_pii("4155552671")
 
 
 def test_prefilter_rejects_ordinary_task_text() -> None:

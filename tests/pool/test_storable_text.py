@@ -21,7 +21,12 @@ from agent_agency.records import (
     RoutingDecision,
     ToolCall,
 )
-from agent_agency.storable_text import storable, unstorable_at, unstorable_reason
+from agent_agency.storable_text import (
+    all_storable,
+    storable,
+    unstorable_at,
+    unstorable_reason,
+)
 from agent_agency.tracking.tracker import read_spill, replay_spill
 
 NUL_REASON = "contains a NUL character (U+0000), which PostgreSQL cannot store"
@@ -35,6 +40,18 @@ def test_unstorable_characters_are_named_and_replaced() -> None:
     )
     assert storable("a\x00b\ud800c") == "a\ufffdb\ufffdc"
     assert storable("unchanged") == "unchanged"
+
+
+def test_all_storable_is_every_text_storable() -> None:
+    for texts in (
+        [],
+        ["plain", "é and ✓"],
+        ["plain", "a\x00b"],
+        ["é", "\udc80"],
+        ["\ud800", "\udc00"],  # two lone surrogates joined are still two lone surrogates
+        ["\ud83d\ude00"],  # a pair written as two code points: neither may be stored
+    ):
+        assert all_storable(texts) == all(unstorable_reason(t) is None for t in texts), texts
 
 
 def test_a_nul_in_a_point_is_a_type_reason_and_the_rest_of_the_batch_is_stored(

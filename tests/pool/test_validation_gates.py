@@ -30,6 +30,11 @@ from agent_agency.records import GateResult, Message
             "bounds: evaluation.rubric.safety: 1.5 is outside [0, 1]",
         ),
         (
+            "trajectory.0.turns.0.rewards.0.turn_reward",
+            -0.5,
+            "bounds: trajectory.0.turns.0.rewards.0.turn_reward: -0.5 is outside [0, 1]",
+        ),
+        (
             "execution.latency_ms",
             math.inf,
             "bounds: execution.latency_ms: inf must be a number in [0, 2592000000]",

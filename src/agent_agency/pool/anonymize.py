@@ -161,18 +161,22 @@ class Anonymizer:
 
         return self._view(point, clean, self.policy.model_dump())
 
-    def anonymized_views(self, points: Sequence[DataPoint]) -> list[DataPoint]:
+    def anonymized_views(
+        self, points: Sequence[DataPoint], texts: Sequence[list[str]] | None = None
+    ) -> list[DataPoint]:
         """`anonymized_view` of each point, cleaning each distinct string once for the batch.
 
         System prompts and few-shot turns repeat in every point: the batch's distinct free texts
         are cleaned first, and a point none of whose texts changes (the common case: no PII) is
-        only stamped. With identifier renaming on, aliases depend on the point, so each point is
-        cleaned on its own.
+        only stamped (it shares the sub-records holding them: `shares_free_texts`). With
+        identifier renaming on, aliases depend on the point, so each point is cleaned on its
+        own. `texts`: each point's `free_texts`, when the caller has them already.
         """
         if self.policy.rename_identifiers:
             return [self.anonymized_view(point) for point in points]
         policy = self.policy.model_dump()
-        texts = [free_texts(point) for point in points]
+        if texts is None:
+            texts = [free_texts(point) for point in points]
         distinct = set(chain.from_iterable(texts))
         changed: dict[str, str] = {}  # text → its cleaned form, for the texts cleaning changes
         ner = self.policy.use_ner and ner_enabled()

@@ -71,6 +71,18 @@ def free_texts(point: DataPoint) -> list[str]:
     return texts
 
 
+def shares_free_texts(point: DataPoint, other: DataPoint) -> bool:
+    """True when `point` holds the very sub-records of `other` that `free_texts` reads (task,
+    trajectory, execution, evaluation): their free texts are then equal, and `free_texts(other)`
+    serves for both (the anonymizer's view of a point none of whose texts it changed)."""
+    return (
+        point.task is other.task
+        and point.trajectory is other.trajectory
+        and point.execution is other.execution
+        and point.evaluation is other.evaluation
+    )
+
+
 def identifying_fields(point: DataPoint) -> Iterator[tuple[str, str]]:
     """Every string of a point that is neither free text nor a timestamp, with its path: ids,
     names, types, requirements, the keys of tool call arguments (their values are free text).

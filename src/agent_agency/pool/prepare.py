@@ -23,6 +23,7 @@ from agent_agency.data_point import DataPoint
 from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.engine import RawJson
+from agent_agency.pool.point_fields import free_texts, shares_free_texts
 from agent_agency.pool.settings import PoolSettings
 from agent_agency.pool.validation import (
     MAX_NESTING,
@@ -240,11 +241,18 @@ def prepare_batch(
         else:
             failures.append((index, raw, reasons))
     # Anonymize the batch at once (each distinct string cleaned once), then the privacy and
-    # storable-text gates (each distinct string checked once).
-    anonymized = anonymizer.anonymized_views([point for _, _, point in passed])
+    # storable-text gates (each distinct string checked once). The free texts of a view that
+    # shares them with its input are not gathered again.
+    inputs = [point for _, _, point in passed]
+    texts = [free_texts(point) for point in inputs]
+    anonymized = anonymizer.anonymized_views(inputs, texts)
+    view_texts = [
+        point_texts if shares_free_texts(view, point) else free_texts(view)
+        for view, point, point_texts in zip(anonymized, inputs, texts, strict=True)
+    ]
     clean = []
     for (index, raw, _), point, reasons in zip(
-        passed, anonymized, batch_string_reasons(anonymized), strict=True
+        passed, anonymized, batch_string_reasons(anonymized, view_texts), strict=True
     ):
         if reasons:
             failures.append((index, raw, reasons))

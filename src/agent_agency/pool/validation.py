@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from enum import Enum
@@ -30,7 +31,7 @@ from agent_agency.pool.point_fields import (
 )
 from agent_agency.privacy.pii import checksum_entities, pii_entities, redact
 from agent_agency.records import MAX_COUNT, MAX_LATENCY_MS, RubricScores, to_utc
-from agent_agency.storable_text import unstorable_reason
+from agent_agency.storable_text import all_storable, unstorable_reason
 
 _BOUND_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
 
@@ -151,10 +152,13 @@ _UNIT_FIELDS = (
 )
 
 
+_RUBRIC_VALUES = operator.attrgetter(*_RUBRIC_SCORES)
+
+
 def _unit_values(point: DataPoint) -> list[Any]:
-    """Every value that must lie in [0, 1], in `_unit_names` order."""
+    """Every value that must lie in [0, 1], in `_unit_names` order (the per-turn rewards in
+    `turn_rewards` order, walked here without building their paths)."""
     evaluation, routing = point.evaluation, point.routing
-    rubric = evaluation.rubric
     return [
         evaluation.quality_score,
         point.rl_labels.reward,
@@ -162,9 +166,14 @@ def _unit_values(point: DataPoint) -> list[Any]:
         routing.propensity,
         point.execution.tool_call_success_rate,
         *[gate.score for gate in evaluation.gates],
-        *[getattr(rubric, name) for name in _RUBRIC_SCORES],
+        *_RUBRIC_VALUES(evaluation.rubric),
         *point.rl_labels.turn_rewards,
-        *[reward.turn_reward for _, reward in turn_rewards(point)],
+        *[
+            reward.turn_reward
+            for attempt in point.trajectory
+            for turn in attempt.turns
+            for reward in turn.rewards
+        ],
     ]
 
 
@@ -214,16 +223,26 @@ def _is_finite(value: Any) -> bool:
         return False
 
 
+def _all_within(
+    units: list[Any], bounded: list[tuple[str, float, float]], advantages: list[Any]
+) -> bool:
+    """`_in_unit_interval`, `_within` and `_is_finite` of every value, inlined in plain loops
+    (raises TypeError for a value that is not a number)."""
+    for value in units:
+        if not 0.0 <= value <= 1.0:  # NaN fails every comparison
+            return False
+    for _, value, bound in bounded:
+        if not 0 <= value <= bound:
+            return False
+    return all(map(math.isfinite, advantages))
+
+
 def bounds_reasons(point: DataPoint) -> list[str]:
     units = _unit_values(point)
     bounded = _bounded(point)
     advantages = point.rl_labels.advantages or []
-    try:  # the common case, decided without naming the fields (the predicates below, inlined)
-        if (
-            all(0.0 <= value <= 1.0 for value in units)
-            and all(0 <= value <= bound for _, value, bound in bounded)
-            and all(math.isfinite(value) for value in advantages)
-        ):
+    try:  # the common case, decided without naming the fields
+        if _all_within(units, bounded, advantages):
             return []
     except TypeError:  # a value that is not a number: named below
         pass
@@ -384,19 +403,24 @@ def string_reasons(point: DataPoint) -> list[str]:
     return batch_string_reasons([point])[0]
 
 
-def batch_string_reasons(points: Sequence[DataPoint]) -> list[list[str]]:
-    """`string_reasons` of each point, checking each distinct string of the batch once."""
-    texts = [free_texts(point) for point in points]
+def batch_string_reasons(
+    points: Sequence[DataPoint], texts: Sequence[list[str]] | None = None
+) -> list[list[str]]:
+    """`string_reasons` of each point, checking each distinct string of the batch once.
+    `texts`: each point's `free_texts`, when the caller has them already."""
+    if texts is None:
+        texts = [free_texts(point) for point in points]
     identifying = [identifying_values(point) for point in points]
     distinct_texts = set(chain.from_iterable(texts))
     distinct_names = set(chain.from_iterable(identifying))
     entities = {text: pii_entities(text) for text in distinct_texts}
     names = {text: identifier_entities(text) for text in distinct_names}
-    unstorable = {
-        text: reason
-        for text in distinct_texts | distinct_names
-        if (reason := unstorable_reason(text)) is not None
-    }
+    strings = distinct_texts | distinct_names
+    unstorable = (
+        {}  # the common case, decided for the whole batch at once
+        if all_storable(strings)
+        else {text: reason for text in strings if (reason := unstorable_reason(text)) is not None}
+    )
     flagged = {text for text, found in entities.items() if found} | unstorable.keys()
     flagged_names = {text for text, found in names.items() if found} | unstorable.keys()
     return [

@@ -220,11 +220,24 @@ _COLON_RULES = re.compile(r":(?:(?<=[0-9a-fA-F]:)[0-9a-fA-F]{1,4}:|:|(?<=[iI][dD
 _USER_ID_EQ = re.compile(r"=(?:(?<=[iI][dD]=)|(?<=\s=))")
 
 
+# A number of at most this many ASCII digits (a sum's answer, a count) holds no finding: every rule
+# above needs a character other than a digit, or at least six digits (the shortest phone shape).
+# A test asks `_may_hold_pii` about every such number.
+SHORT_NUMBER_DIGITS = 5
+
+
 def may_hold_pii(text: str) -> bool:
     """False only when no recognizer (ours, or Presidio as we call it) can find anything in `text`.
 
     A cheap superset test; see the table above for why each recognizer implies one of its rules.
     """
+    if len(text) <= SHORT_NUMBER_DIGITS and text.isdigit() and text.isascii():
+        return False  # a short number, decided without a search
+    return _may_hold_pii(text)
+
+
+def _may_hold_pii(text: str) -> bool:
+    """`may_hold_pii`, every rule asked."""
     if "@" in text:
         return True
     if ":" in text and _COLON_RULES.search(text):
