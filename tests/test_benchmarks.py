@@ -12,6 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
+
+from agent_agency.config import parse_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,3 +33,27 @@ def test_the_quick_benchmarks_write_their_figures(tmp_path: Path) -> None:
         assert result["figures"], name
     tracking = report["benchmarks"]["tracking"]["figures"]
     assert tracking["spans_stored"] == tracking["spans_acknowledged"]
+
+
+def test_the_scaling_configurations_are_what_their_labels_say() -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from bench_cores import scaling_configs
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    configs = scaling_configs(16)
+    assert list(configs) == [
+        "16 instances, 4 tasks in flight, 4 calls per agent (the defaults before)",
+        "16 instances, 32 in flight, 4 calls per agent",
+        "16 instances, 32 in flight, 16 calls per agent",
+        "8 instances, 16 in flight, 8 calls per agent",
+        "4 instances, 8 in flight, 4 calls per agent",
+        "2 instances, 4 in flight, 4 calls per agent",
+    ]
+    before = parse_config(yaml.safe_load(configs[next(iter(configs))]))
+    assert before.embedded.sizing() == (16, 1) and before.tasks_in_flight() == 4
+    assert {spec.call_slots() for spec in before.team()} == {4}
+    widest = parse_config(yaml.safe_load(configs["16 instances, 32 in flight, 16 calls per agent"]))
+    assert widest.tasks_in_flight() == 32
+    assert [spec.name for spec in widest.team()] == ["direct", "stepwise", "toolsmith"]
+    assert {spec.call_slots() for spec in widest.team()} == {16}
