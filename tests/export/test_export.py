@@ -91,7 +91,9 @@ def test_selection_filters(store: SqlStore) -> None:
     assert {p.task.task_id for p in late} == {"sum-4", "sum-5"}
     early = select_points(store, Selection(until=T0 + timedelta(minutes=1, seconds=10)))
     assert {p.task.task_id for p in early} == {"sum-0", "sum-1"}
-    assert select_points(store, Selection(max_age_days=0.5)) == []
+    # a fixed `now`: T0 is yesterday noon, so the points' age by the clock passes 12 h only
+    # a few minutes after midnight
+    assert select_points(store, Selection(max_age_days=0.5), now=T0 + timedelta(days=1)) == []
     assert select_points(store, Selection(task_types=["code"])) == []
 
 
