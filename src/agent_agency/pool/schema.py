@@ -196,7 +196,7 @@ data_points = Table(
     Index("ix_data_points_time_id", "timestamp", "id"),
     Index("ix_data_points_split_time_id", "split", "timestamp", "id"),
     Index("ix_data_points_task_id", "task_id"),
-    Index("ix_data_points_suite", "suite"),
+    # no index on suite: no query filters on it (migration 0013 dropped the one 0006 made)
 )
 
 quarantine = Table(
