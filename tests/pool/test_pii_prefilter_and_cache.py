@@ -15,7 +15,7 @@ from sqlalchemy import text as sql_text
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.queries import get_agent_statistics
 from agent_agency.pool.store import Store
-from agent_agency.privacy import pii
+from agent_agency.privacy import pii, urls
 from agent_agency.privacy.pii import (
     CACHE_MAX_CHARS,
     PRESIDIO_TRIGGERS,
@@ -42,6 +42,7 @@ from agent_agency.privacy.structured import (
     may_be_obfuscated_at,
     structured_findings,
 )
+from agent_agency.privacy.urls import in_url_authority
 from agent_agency.records import Message, ToolCall, utcnow
 
 FIRST = sorted(pii._FIRST_NAMES)
@@ -512,3 +513,12 @@ def test_presidio_is_skipped_only_where_no_trigger_matches_the_residual(text: st
     if not pii._may_trigger_presidio(text, own):
         residual, _never = pii._residual(text, own)
         assert not ANY_TRIGGER.search(residual), text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(texts, st.from_regex(r"[a-z]+://[^\s/@]{0,8}@?[\w.]*")))
+def test_a_url_authority_is_looked_for_only_after_a_scheme_separator(text: str) -> None:
+    for start in range(len(text) + 1):
+        window = max(0, start - 120)
+        expected = urls._AUTHORITY_BEFORE.search(text, window, start) is not None
+        assert in_url_authority(text, start) == expected, (text, start)

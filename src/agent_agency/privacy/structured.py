@@ -160,16 +160,17 @@ NEEDS: dict[str, Callable[[str, bool], bool]] = {
 # In an ASCII text, what each valid match implies in its shape (`spans.shape`: a digit '0', a
 # capital 'A', a blank ' '), asked after NEEDS: a card's 13 digits, each but the
 # last followed by at most one ' ' or '-'; an IBAN's country and check digits; an IPv4 address's
-# first dot between digits (IPv6 needs a ':'); a phone number's at least 8 digits, first to last
-# among [ ().-] (`_phone_shaped`); an SSN's first three digits (9 in a row for the bare form).
+# first dot between digits (IPv6 needs seven ':'); a phone number's at least 8 digits, first to last
+# among [ ().-] (`_phone_shaped`); an SSN's digit groups (9 digits in a row for the bare form).
 _CARD_SHAPE = re.compile(rb"0(?:[ -]?0){12}")
 _PHONE_SHAPE = re.compile(rb"0[0 ().-]{7}")
+_SSN_SHAPE = re.compile(rb"000(?:[- ]00[- ]0000|000000)")
 SHAPE_NEEDS: dict[str, Callable[[str, bytes], bool]] = {
     "CREDIT_CARD": lambda _t, shape: _CARD_SHAPE.search(shape) is not None,
     "IBAN_CODE": lambda _t, shape: b"AA00" in shape,
-    "IP_ADDRESS": lambda text, shape: b"0.0" in shape or ":" in text,
+    "IP_ADDRESS": lambda text, shape: b"0.0" in shape or text.count(":") >= 7,
     "PHONE_NUMBER": lambda _t, shape: _PHONE_SHAPE.search(shape) is not None,
-    "US_SSN": lambda _t, shape: b"000" in shape,
+    "US_SSN": lambda _t, shape: _SSN_SHAPE.search(shape) is not None,
 }
 
 
