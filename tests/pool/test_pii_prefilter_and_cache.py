@@ -522,3 +522,27 @@ def test_a_url_authority_is_looked_for_only_after_a_scheme_separator(text: str) 
         window = max(0, start - 120)
         expected = urls._AUTHORITY_BEFORE.search(text, window, start) is not None
         assert in_url_authority(text, start) == expected, (text, start)
+
+
+# The two pre-filter rules as they were before they were made to start with a character class.
+_STARTING_AT_A_BOUNDARY = {
+    "_FIRST_AND_LAST": re.compile(rf"(?=[A-Z])\b([A-Z][a-z]+)\s+{pii._CAPITALIZED}\b"),
+    "_DIGIT_LED": re.compile(
+        r"(?=\d)(?:\d(?:\.\d+\.\d+\.\d|\d{2}[ .-]?\d{3}|[\d ().-]{6,}\d|[\d -]{11,}\d)"
+        r"|\d(?<=[A-Z]{2}\d)\d[A-Z0-9 ]{10,}"
+        r"|[13][a-km-zA-HJ-NP-Z1-9]{25,34}"
+        r"|1(?<=bc1)[a-z0-9]{25,})"
+    ),
+}
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(texts, shape_texts, st.text(alphabet="Ab1c3 xZ_é\n0", max_size=40)))
+@example("McDonald Anna Berg")
+@example("xbc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq")
+def test_the_rewritten_rules_match_where_they_did(text: str) -> None:
+    for name, before in _STARTING_AT_A_BOUNDARY.items():
+        rule = getattr(pii, name)
+        assert [m.span() for m in rule.finditer(text)] == [
+            m.span() for m in before.finditer(text)
+        ], (name, text)

@@ -228,12 +228,13 @@ def _glued_number(text: str, entity: str, start: int) -> bool:
 #                 is covered.
 # Cheap `in` tests come first; each regex runs only when its own cheap test passes.
 _DIGIT = re.compile(r"\d")
-# The digit rules, as one regex whose branches all start at a digit (a leading (?=\d) fails every
-# other position at once), so a scan skips through the text quickly. It matches whenever one of
-# these does: the IPv4 rule \d\.\d+\.\d+\.\d, the phone rule \d{3}[ .-]?\d{3}, and Presidio's
-# digit triggers: phone and card (verbatim after the leading \d); US_SSN, whose matches (9 digits,
-# at most two '-'/' ') also match the phone trigger; IBAN_CODE and CRYPTO with their \b dropped (a
-# superset), anchored at their first digit. A property test checks this against the triggers.
+# The digit rules, as one regex starting with a digit (the engine skips to the digits; branches
+# look back at what precedes theirs), so a scan skips through the text quickly. It matches
+# whenever one of these does: the IPv4 rule \d\.\d+\.\d+\.\d, the phone rule \d{3}[ .-]?\d{3}, and
+# Presidio's digit triggers: phone and card (verbatim after the leading \d); US_SSN, whose matches
+# (9 digits, at most two '-'/' ') also match the phone trigger; IBAN_CODE and CRYPTO with their \b
+# dropped (a superset), anchored at their first digit. A property test checks this against the
+# triggers.
 _DIGIT_LED = re.compile(
     r"\d(?:\.\d+\.\d+\.\d|\d{2}[ .-]?\d{3}|[\d ().-]{6,}\d|[\d -]{11,}\d"
     r"|(?<=[A-Z]{2}\d)\d[A-Z0-9 ]{10,}"

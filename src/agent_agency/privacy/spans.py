@@ -327,8 +327,7 @@ class AnyNeeds:
             ungated.insert(0, (None, trie))
         self._ungated = tuple(ungated)
         self._trie = trie
-        # for `findings`: each recognizer in turn, with the gates of its needs (None: searched
-        # as one of the trie's words)
+        # for `findings`: each recognizer in turn, with how its needs are gated (`_gates`)
         self._each = tuple(
             (recognizer, *_gates(recognizer, None if trie is None else words))
             for recognizer in recognizers
