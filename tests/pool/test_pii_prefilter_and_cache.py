@@ -30,6 +30,7 @@ from agent_agency.privacy.spans import (
     DIGIT,
     AnyNeeds,
     Recognizer,
+    literal_searches,
     literals,
     may_match_any,
     required_atoms,
@@ -232,15 +233,16 @@ def test_each_literal_of_a_need_is_found_by_the_one_pattern_searched_for_them(
     gated = AnyNeeds(pii.RECOGNIZERS)
     words = literals(needs)
     assert words is not None
-    one = trie_pattern(words)
+    searches = literal_searches(words)
     for word in words:
         assert needs.fullmatch(word), word
         text = f"plain {word} words"
-        assert one.search(text) and gated(text), word
+        assert any(search(text) for search in searches) and gated(text), word
         # one character short of the word, no need of this pattern holds: neither searched
         # pattern finds one
         shorter = f"plain {word[:-1]}"
-        assert bool(one.search(shorter)) == bool(needs.search(shorter)), word
+        found = any(search(shorter) for search in searches)
+        assert found == bool(needs.search(shorter)), word
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -251,6 +253,19 @@ def test_a_trie_pattern_finds_a_match_where_one_of_its_words_occurs(
     words: list[str], text: str
 ) -> None:
     assert bool(trie_pattern(words).search(text)) == any(word in text for word in words)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.text(alphabet="abAB-_ :ß", min_size=1, max_size=5), max_size=8),
+    st.text("abAB-_ :ß", max_size=30),
+)
+@example(["token", "sk-", "Dear", "ich heiße"], "a task-list")
+def test_the_literal_searches_find_a_match_where_one_of_their_words_occurs(
+    words: list[str], text: str
+) -> None:
+    found = any(search(text) for search in literal_searches(words))
+    assert found == any(word in text for word in words), (words, text)
 
 
 def test_required_atoms_take_only_what_every_match_contains() -> None:

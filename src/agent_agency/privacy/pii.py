@@ -296,7 +296,7 @@ def _may_hold_digit_rule(text: str, text_shape: bytes | None) -> bool:
     """A necessary condition of _DIGIT_LED: a digit, or in an ASCII text, its shape's."""
     if text_shape is None:
         return _DIGIT.search(text) is not None
-    return _DIGIT_LED_SHAPE.search(text_shape) is not None
+    return b"0" in text_shape and _DIGIT_LED_SHAPE.search(text_shape) is not None
 
 
 def _may_name_a_person(text: str, text_shape: bytes | None) -> bool:
