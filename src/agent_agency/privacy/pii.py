@@ -248,7 +248,7 @@ _DIGIT_LED = re.compile(
 # (phone and card), "AA00" (IBAN), a digit and 25 letters or digits (crypto). _FIRST_AND_LAST's:
 # a capital, small letters, blanks, a capital and a small letter. A test checks each against its
 # rule on generated texts.
-_DIGIT_LED_SHAPE = re.compile(rb"0(?:\.0|00[ .-]?000|[0 ().-]{7}|[0Aa]{25})|AA00")
+_DIGIT_LED_SHAPE = re.compile(rb"0(?:\.0|00[ .-]?000|[0 ().-]{7}|[0Aa]{25})")  # and "AA00"
 _FIRST_AND_LAST_SHAPE = re.compile(rb"Aa+ +Aa")
 # Anchored at the ':' (IPv6 hex groups around it or a second ':', a user-id key before it) and at
 # the '=' (a user-id key before it), so a scan only stops at those characters.
@@ -293,10 +293,13 @@ def _may_hold_pii(text: str) -> bool:
 
 
 def _may_hold_digit_rule(text: str, text_shape: bytes | None) -> bool:
-    """A necessary condition of _DIGIT_LED: a digit, or in an ASCII text, its shape's."""
+    """A necessary condition of _DIGIT_LED: a digit, or in an ASCII text, its shape's (a pattern
+    starting with a literal: the "AA00" of IBANs is looked for apart)."""
     if text_shape is None:
         return _DIGIT.search(text) is not None
-    return b"0" in text_shape and _DIGIT_LED_SHAPE.search(text_shape) is not None
+    return b"AA00" in text_shape or (
+        b"0" in text_shape and _DIGIT_LED_SHAPE.search(text_shape) is not None
+    )
 
 
 def _may_name_a_person(text: str, text_shape: bytes | None) -> bool:
