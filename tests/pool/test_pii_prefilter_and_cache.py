@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
@@ -15,7 +16,7 @@ from sqlalchemy import text as sql_text
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.queries import get_agent_statistics
 from agent_agency.pool.store import Store
-from agent_agency.privacy import pii
+from agent_agency.privacy import pii, urls
 from agent_agency.privacy.pii import (
     CACHE_MAX_CHARS,
     PRESIDIO_TRIGGERS,
@@ -24,16 +25,26 @@ from agent_agency.privacy.pii import (
     pii_entities,
     redact,
 )
+from agent_agency.privacy.presidio import ANY_TRIGGER
 from agent_agency.privacy.settings import AnonymizationPolicy
 from agent_agency.privacy.spans import (
     DIGIT,
     AnyNeeds,
     Recognizer,
+    literal_searches,
     literals,
     may_match_any,
     required_atoms,
+    scan,
+    shape,
     trie_pattern,
 )
+from agent_agency.privacy.structured import (
+    OBFUSCATED_AT_NEEDS,
+    may_be_obfuscated_at,
+    structured_findings,
+)
+from agent_agency.privacy.urls import in_url_authority
 from agent_agency.records import Message, ToolCall, utcnow
 
 FIRST = sorted(pii._FIRST_NAMES)
@@ -223,15 +234,16 @@ def test_each_literal_of_a_need_is_found_by_the_one_pattern_searched_for_them(
     gated = AnyNeeds(pii.RECOGNIZERS)
     words = literals(needs)
     assert words is not None
-    one = trie_pattern(words)
+    searches = literal_searches(words)
     for word in words:
         assert needs.fullmatch(word), word
         text = f"plain {word} words"
-        assert one.search(text) and gated(text), word
+        assert any(search(text) for search in searches) and gated(text), word
         # one character short of the word, no need of this pattern holds: neither searched
         # pattern finds one
         shorter = f"plain {word[:-1]}"
-        assert bool(one.search(shorter)) == bool(needs.search(shorter)), word
+        found = any(search(shorter) for search in searches)
+        assert found == bool(needs.search(shorter)), word
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -242,6 +254,19 @@ def test_a_trie_pattern_finds_a_match_where_one_of_its_words_occurs(
     words: list[str], text: str
 ) -> None:
     assert bool(trie_pattern(words).search(text)) == any(word in text for word in words)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.text(alphabet="abAB-_ :ß", min_size=1, max_size=5), max_size=8),
+    st.text("abAB-_ :ß", max_size=30),
+)
+@example(["token", "sk-", "Dear", "ich heiße"], "a task-list")
+def test_the_literal_searches_find_a_match_where_one_of_their_words_occurs(
+    words: list[str], text: str
+) -> None:
+    found = any(search(text) for search in literal_searches(words))
+    assert found == any(word in text for word in words), (words, text)
 
 
 def test_required_atoms_take_only_what_every_match_contains() -> None:
@@ -414,3 +439,130 @@ def test_agent_statistics_every_shape_matches_a_direct_count(
         assert stats.mean_quality == pytest.approx(
             sum(p.evaluation.quality_score for p in expected) / len(expected)
         )
+
+
+# ASCII texts dense in what the shape conditions are about: digit runs and their separators,
+# capitals, blanks of every kind, brackets, "at" and "@".
+shape_texts = st.one_of(
+    texts.filter(str.isascii),
+    st.text(alphabet="0123456789 \t\n\x0b\x1f.-()[]/:@%_,+#AZKaxbt", max_size=48),
+    st.lists(
+        st.sampled_from(["12", "4111", " ", "-", ".", "(", ")", "DE", "44", "at", "AT", "[", "]"]),
+        max_size=16,
+    ).map("".join),
+)
+_ASCII = "".join(map(chr, range(128)))
+# (a rule, its necessary condition in an ASCII text's shape), for every shape condition in use
+_SHAPED: list[tuple[re.Pattern[str], Callable[[bytes], object]]] = [
+    (r.needs, r.shape_needs.search) for r in pii.RECOGNIZERS if r.shape_needs is not None
+] + [
+    (pii._DIGIT_LED, lambda text_shape: pii._may_hold_digit_rule("", text_shape)),
+    (pii._FIRST_AND_LAST, pii._FIRST_AND_LAST_SHAPE.search),
+]
+
+
+def test_the_shape_names_each_ascii_character_by_its_class() -> None:
+    assert shape("Ab9 \t\n\x1f_-[@é") is None  # not all ASCII
+    assert shape("Ab9 \t\n\x0b\x1c_-[@") == b"Aa0     _-[@"
+    for character in _ASCII:
+        mapped = shape(character)
+        assert mapped is not None and len(mapped) == 1
+        assert (mapped == b"0") == bool(re.fullmatch(r"\d", character))
+        assert (mapped == b" ") == bool(re.fullmatch(r"\s", character))
+        assert (mapped in (b"A", b"a")) == character.isalpha()
+
+
+@pytest.mark.parametrize(
+    "rule, shape_needs", _SHAPED, ids=lambda p: str(getattr(p, "pattern", ""))[:24]
+)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_every_match_of_a_shaped_rule_holds_its_shape_condition(
+    rule: re.Pattern[str], shape_needs: Callable[[bytes], object], data: st.DataObject
+) -> None:
+    # (two capitals past ASCII, which a rule may require: a text holding them has no shape)
+    text = data.draw(st.one_of(st.from_regex(rule, alphabet=_ASCII + "ÀØ"), shape_texts))
+    text_shape = shape(text)
+    if text_shape is not None and rule.search(text):
+        assert shape_needs(text_shape), (rule.pattern, text)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(texts, shape_texts, st.from_regex(OBFUSCATED_AT_NEEDS)))
+def test_the_obfuscated_at_gate_answers_as_its_pattern(text: str) -> None:
+    assert may_be_obfuscated_at(text) == bool(OBFUSCATED_AT_NEEDS.search(text)), text
+
+
+def _every_rule_asked(text: str) -> bool:
+    """The pre-filter with no gate: each rule searched in turn."""
+    return bool(
+        "@" in text
+        or pii._COLON_RULES.search(text)
+        or pii._USER_ID_EQ.search(text)
+        or pii._DIGIT_LED.search(text)
+        or OBFUSCATED_AT_NEEDS.search(text)
+        or may_match_any(pii.RECOGNIZERS, text)
+        or any(m.group(1) in pii._FIRST_NAMES for m in pii._FIRST_AND_LAST.finditer(text))
+    )
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(texts, shape_texts))
+@example("Task 3: what is 3 + 21? Answer with the number only.")
+@example("Reply to [EMAIL] when done. 12 Main St, NY 10001 [12/Jan/2024")
+def test_the_gated_prefilter_answers_as_every_rule_asked(text: str) -> None:
+    assert pii._may_hold_pii(text) == _every_rule_asked(text), text
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(texts, shape_texts))
+@example("+1 (415) 555-2671, 4111 1111 1111 1111, 078-05-1120, DE89 3704 0044 0532 0130 00")
+@example("SSN: 078051120 from 10.0.0.7 and fe80:0:0:0:0:0:0:1 or 5 Elm Street")
+def test_the_gated_scan_finds_what_every_recognizer_asked_finds(text: str) -> None:
+    text_shape = shape(text)
+    assert pii._ANY_NEEDS.findings(text, text_shape) == scan(pii.RECOGNIZERS, text), text
+    assert structured_findings(text, text_shape) == structured_findings(text, None), text
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(texts, shape_texts))
+@example("Task 10: 10 + 70? Reply to user10@example.com or fe80::1")
+@example("xDE89 3704 0044 0532 0130 00 a@b.co")
+def test_presidio_is_skipped_only_where_no_trigger_matches_the_residual(text: str) -> None:
+    own = tuple(pii._own_findings(text))
+    if not pii._may_trigger_presidio(text, own):
+        residual, _never = pii._residual(text, own)
+        assert not ANY_TRIGGER.search(residual), text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(texts, st.from_regex(r"[a-z]+://[^\s/@]{0,8}@?[\w.]*")))
+def test_a_url_authority_is_looked_for_only_after_a_scheme_separator(text: str) -> None:
+    for start in range(len(text) + 1):
+        window = max(0, start - 120)
+        expected = urls._AUTHORITY_BEFORE.search(text, window, start) is not None
+        assert in_url_authority(text, start) == expected, (text, start)
+
+
+# The two pre-filter rules as they were before they were made to start with a character class.
+_STARTING_AT_A_BOUNDARY = {
+    "_FIRST_AND_LAST": re.compile(rf"(?=[A-Z])\b([A-Z][a-z]+)\s+{pii._CAPITALIZED}\b"),
+    "_DIGIT_LED": re.compile(
+        r"(?=\d)(?:\d(?:\.\d+\.\d+\.\d|\d{2}[ .-]?\d{3}|[\d ().-]{6,}\d|[\d -]{11,}\d)"
+        r"|\d(?<=[A-Z]{2}\d)\d[A-Z0-9 ]{10,}"
+        r"|[13][a-km-zA-HJ-NP-Z1-9]{25,34}"
+        r"|1(?<=bc1)[a-z0-9]{25,})"
+    ),
+}
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(texts, shape_texts, st.text(alphabet="Ab1c3 xZ_é\n0", max_size=40)))
+@example("McDonald Anna Berg")
+@example("xbc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq")
+def test_the_rewritten_rules_match_where_they_did(text: str) -> None:
+    for name, before in _STARTING_AT_A_BOUNDARY.items():
+        rule = getattr(pii, name)
+        assert [m.span() for m in rule.finditer(text)] == [
+            m.span() for m in before.finditer(text)
+        ], (name, text)

@@ -204,11 +204,11 @@ class Anonymizer:
         """True when only free text could change in `point` (no tool call arguments to clean, no
         user name to drop)."""
         drop_names = self.policy.remove_user_ids
-        return not any(
-            message.tool_calls or (drop_names and message.role == "user" and message.name)
-            for attempt in point.trajectory
-            for message in attempt.messages
-        )
+        for attempt in point.trajectory:  # plain loops: asked of nearly every point ingested
+            for message in attempt.messages:
+                if message.tool_calls or (drop_names and message.role == "user" and message.name):
+                    return False
+        return True
 
     def _stamped(self, point: DataPoint, policy: dict[str, Any], **changes: Any) -> DataPoint:
         """`point` with `changes`, the policy recorded and the tenant hashed if the policy says."""

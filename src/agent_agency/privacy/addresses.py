@@ -84,10 +84,29 @@ class AnchoredAddress(PatternRecognizer):
 
 
 _POSTCODE_AND_CITY = re.compile(r"\d{5}[ \t]+[A-ZÀ-ÖØ-Þ]")
+# Each anchor's necessary condition on an ASCII text's shape (`spans.shape`: a digit is '0', a
+# capital 'A', a blank ' '), which the engine finds faster than the anchor's classes.
+_POSTCODE_AND_CITY_SHAPE = re.compile(rb"00000 +A")
 ADDRESS_RECOGNIZERS: tuple[Recognizer, ...] = (
-    AnchoredAddress("STREET_ADDRESS", _US_WITH_CITY, re.compile(r",[ \t]+[A-Z]{2}[ \t]+\d{5}")),
-    PatternRecognizer("STREET_ADDRESS", _US_BY_SUFFIX, re.compile(r"\d[ \t]+[A-Z]")),
-    AnchoredAddress("STREET_ADDRESS", _GB, re.compile(_GB_POSTCODE)),
-    AnchoredAddress("STREET_ADDRESS", _DE, _POSTCODE_AND_CITY),
-    AnchoredAddress("STREET_ADDRESS", _FR, _POSTCODE_AND_CITY),
+    AnchoredAddress(
+        "STREET_ADDRESS",
+        _US_WITH_CITY,
+        re.compile(r",[ \t]+[A-Z]{2}[ \t]+\d{5}"),
+        shape_needs=re.compile(rb", +AA +00000"),
+    ),
+    PatternRecognizer(
+        "STREET_ADDRESS",
+        _US_BY_SUFFIX,
+        re.compile(r"\d[ \t]+[A-Z]"),
+        shape_needs=re.compile(rb"0 +A"),
+    ),
+    AnchoredAddress(
+        "STREET_ADDRESS", _GB, re.compile(_GB_POSTCODE), shape_needs=re.compile(rb"0AA")
+    ),
+    AnchoredAddress(
+        "STREET_ADDRESS", _DE, _POSTCODE_AND_CITY, shape_needs=_POSTCODE_AND_CITY_SHAPE
+    ),
+    AnchoredAddress(
+        "STREET_ADDRESS", _FR, _POSTCODE_AND_CITY, shape_needs=_POSTCODE_AND_CITY_SHAPE
+    ),
 )

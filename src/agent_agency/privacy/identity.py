@@ -118,7 +118,10 @@ class HomeDirectoryUser(PatternRecognizer):
 
 USER_RECOGNIZERS: tuple[Recognizer, ...] = (
     PatternRecognizer("USERNAME", _SSHD_USER, _SSHD_NEEDS, word_start=True),
-    PatternRecognizer("USERNAME", _ACCESS_LOG_USER, _ACCESS_LOG_NEEDS),
+    # in an ASCII text's shape (`spans.shape`), the anchor's blank, '[' and two digits
+    PatternRecognizer(
+        "USERNAME", _ACCESS_LOG_USER, _ACCESS_LOG_NEEDS, shape_needs=re.compile(rb" \[00/")
+    ),
     PatternRecognizer("USERNAME", _SAYS_USERNAME, _SAYS_USERNAME_NEEDS, word_start=True),
     HomeDirectoryUser("USERNAME", _HOME_USER, _HOME_NEEDS),
 )

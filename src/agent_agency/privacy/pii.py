@@ -41,14 +41,14 @@ from agent_agency.privacy.spans import (
     AnyNeeds,
     Finding,
     resolve_overlaps,
-    scan,
+    shape,
     text_outside,
     widened,
 )
 from agent_agency.privacy.structured import (
-    OBFUSCATED_AT_NEEDS,
     VALID,
     luhn_valid,
+    may_be_obfuscated_at,
     structured_findings,
 )
 from agent_agency.privacy.urls import URL_RECOGNIZERS, in_url_authority
@@ -106,7 +106,9 @@ _FIRST_NAMES = frozenset(
     ).split()
 )
 _CAPITALIZED = r"[A-Z][a-z]+(?:[-'][A-Z][a-z]+)?"
-_FIRST_AND_LAST = re.compile(rf"(?=[A-Z])\b([A-Z][a-z]+)\s+{_CAPITALIZED}\b")
+# A capital not after a letter, digit or '_' (\b), looked back at after it: a pattern starting
+# with a class, which the engine skips to, rather than with \b.
+_FIRST_AND_LAST = re.compile(rf"([A-Z](?<!\w.)[a-z]+)\s+{_CAPITALIZED}\b")
 # Recognizers that run where their own cheap necessary condition holds (`Recognizer.needs`).
 RECOGNIZERS = (
     *SECRET_RECOGNIZERS,
@@ -118,17 +120,19 @@ RECOGNIZERS = (
     *PATH_RECOGNIZERS,
 )
 # `may_match_any(RECOGNIZERS, text)` with each distinct `needs` searched once, and only in texts
-# holding a character every match of it contains.
+# holding a character every match of it contains (and `scan(RECOGNIZERS, text)` with those gates).
 _ANY_NEEDS = AnyNeeds(RECOGNIZERS)
 
 
 def _own_findings(text: str) -> list[Finding]:
     """Every finding of our recognizers, each widened to the whole words it touches."""
-    findings = structured_findings(text)
-    for match in _FIRST_AND_LAST.finditer(text):
-        if match.group(1) in _FIRST_NAMES:
-            findings.append(Finding("PERSON", match.start(), match.end()))
-    findings += scan(RECOGNIZERS, text)
+    text_shape = shape(text)
+    findings = structured_findings(text, text_shape)
+    if _may_name_a_person(text, text_shape):
+        for match in _FIRST_AND_LAST.finditer(text):
+            if match.group(1) in _FIRST_NAMES:
+                findings.append(Finding("PERSON", match.start(), match.end()))
+    findings += _ANY_NEEDS.findings(text, text_shape)
     return [widened(text, finding) for finding in findings if not _url_user(text, finding)]
 
 
@@ -145,8 +149,9 @@ def _presidio_findings(
     """Presidio's findings for the entities whose trigger matches `text` outside `own` (what our
     recognizers already found): an entity only triggered inside them is not asked for, since
     whatever Presidio would find from that trigger overlaps a finding that is redacted anyway."""
-    never = [Finding("", *m.span()) for m in NEVER_REPORTED.finditer(text) if _never(m.group())]
-    residual = text_outside(text, (*own, *never)) if own or never else text
+    if not _may_trigger_presidio(text, own):
+        return ()
+    residual, never = _residual(text, own)
     if not ANY_TRIGGER.search(residual):
         return ()
     entities = [name for name, trigger in PRESIDIO_TRIGGERS.items() if trigger.search(residual)]
@@ -164,6 +169,27 @@ def _presidio_findings(
         # a never-reported text (a version string) stays so when Presidio, asked for another
         and not any(n.start < r.end and r.start < n.end for n in never)  # entity, overlaps it
     )
+
+
+def _residual(text: str, own: tuple[Finding, ...]) -> tuple[str, list[Finding]]:
+    """`text` with `own` findings and never-reported shapes masked, and those shapes."""
+    never = [Finding("", *m.span()) for m in NEVER_REPORTED.finditer(text) if _never(m.group())]
+    return (text_outside(text, (*own, *never)) if own or never else text), never
+
+
+def _may_trigger_presidio(text: str, own: tuple[Finding, ...]) -> bool:
+    """False only when no trigger can match the residual (`_residual`), decided without masking:
+    the e-mail trigger needs an '@' outside `own`; the IPv6 one a ':' that _COLON_RULES finds; every
+    other one a match of _DIGIT_LED in the residual, which is one in `text` too (the mask is in
+    none of its classes)."""
+    at = text.find("@")
+    while at != -1:
+        if not any(finding.start <= at < finding.end for finding in own):
+            return True
+        at = text.find("@", at + 1)
+    if ":" in text and _COLON_RULES.search(text):
+        return True
+    return _may_hold_digit_rule(text, shape(text)) and _DIGIT_LED.search(text) is not None
 
 
 def _never(shape: str) -> bool:
@@ -186,7 +212,7 @@ def _glued_number(text: str, entity: str, start: int) -> bool:
 # A text can only hold a finding when one of these necessary conditions holds in it. Each is
 # implied by a recognizer: a substring every match of that recognizer must contain, or, for
 # Presidio, the trigger without which it is never asked (`_presidio_findings` runs on nothing else).
-#   EMAIL         …@… (ours and Presidio's trigger)     ⇒ "@"; obfuscated: OBFUSCATED_AT_NEEDS
+#   EMAIL         …@… (ours and Presidio's trigger)     ⇒ "@"; obfuscated: may_be_obfuscated_at
 #   CREDIT_CARD   (?:\d[ -]?){12,18}\d                   ⇒ \d[\d -]{11,}\d (Presidio's card trigger)
 #   IBAN          [A-Z]{2}\d\d + 11 or more (checksum: 15 to 34 chars) ⇒ Presidio's IBAN trigger
 #   IP (v4)       d{1,3}.d{1,3}.d{1,3}.d{1,3}            ⇒ \d\.\d+\.\d+\.\d (Presidio's IP trigger)
@@ -202,18 +228,28 @@ def _glued_number(text: str, entity: str, start: int) -> bool:
 #                 is covered.
 # Cheap `in` tests come first; each regex runs only when its own cheap test passes.
 _DIGIT = re.compile(r"\d")
-# The digit rules, as one regex whose branches all start at a digit (a leading (?=\d) fails every
-# other position at once), so a scan skips through the text quickly. It matches whenever one of
-# these does: the IPv4 rule \d\.\d+\.\d+\.\d, the phone rule \d{3}[ .-]?\d{3}, and Presidio's
-# digit triggers: phone and card (verbatim after the leading \d); US_SSN, whose matches (9 digits,
-# at most two '-'/' ') also match the phone trigger; IBAN_CODE and CRYPTO with their \b dropped (a
-# superset), anchored at their first digit. A property test checks this against the triggers.
+# The digit rules, as one regex starting with a digit (the engine skips to the digits; branches
+# look back at what precedes theirs), so a scan skips through the text quickly. It matches
+# whenever one of these does: the IPv4 rule \d\.\d+\.\d+\.\d, the phone rule \d{3}[ .-]?\d{3}, and
+# Presidio's digit triggers: phone and card (verbatim after the leading \d); US_SSN, whose matches
+# (9 digits, at most two '-'/' ') also match the phone trigger; IBAN_CODE and CRYPTO with their \b
+# dropped (a superset), anchored at their first digit. A property test checks this against the
+# triggers.
 _DIGIT_LED = re.compile(
-    r"(?=\d)(?:\d(?:\.\d+\.\d+\.\d|\d{2}[ .-]?\d{3}|[\d ().-]{6,}\d|[\d -]{11,}\d)"
-    r"|\d(?<=[A-Z]{2}\d)\d[A-Z0-9 ]{10,}"
-    r"|[13][a-km-zA-HJ-NP-Z1-9]{25,34}"
-    r"|1(?<=bc1)[a-z0-9]{25,})"
+    r"\d(?:\.\d+\.\d+\.\d|\d{2}[ .-]?\d{3}|[\d ().-]{6,}\d|[\d -]{11,}\d"
+    r"|(?<=[A-Z]{2}\d)\d[A-Z0-9 ]{10,}"
+    r"|(?<=[13])[a-km-zA-HJ-NP-Z1-9]{25,34}"
+    r"|(?<=bc1)[a-z0-9]{25,})"
 )
+# In an ASCII text, the rules searching for character classes are first asked of its shape
+# (`spans.shape`: a digit '0', a capital 'A', a small letter 'a', a blank ' '), where what each
+# match implies is a search for literals, several times faster. _DIGIT_LED's branches imply, in
+# turn: "0.0" (IPv4), "000" and "000" (phone: the rule itself), a digit and 7 more of [0 ().-]
+# (phone and card), "AA00" (IBAN), a digit and 25 letters or digits (crypto). _FIRST_AND_LAST's:
+# a capital, small letters, blanks, a capital and a small letter. A test checks each against its
+# rule on generated texts.
+_DIGIT_LED_SHAPE = re.compile(rb"0(?:\.0|00[ .-]?000|[0 ().-]{7}|[0Aa]{25})")  # and "AA00"
+_FIRST_AND_LAST_SHAPE = re.compile(rb"Aa+ +Aa")
 # Anchored at the ':' (IPv6 hex groups around it or a second ':', a user-id key before it) and at
 # the '=' (a user-id key before it), so a scan only stops at those characters.
 _COLON_RULES = re.compile(r":(?:(?<=[0-9a-fA-F]:)[0-9a-fA-F]{1,4}:|:|(?<=[iI][dD]:)|(?<=\s:))")
@@ -244,13 +280,31 @@ def _may_hold_pii(text: str) -> bool:
         return True
     if "=" in text and _USER_ID_EQ.search(text):
         return True
-    if _DIGIT.search(text) and _DIGIT_LED.search(text):
+    text_shape = shape(text)
+    if _may_hold_digit_rule(text, text_shape) and _DIGIT_LED.search(text):
         return True
-    if OBFUSCATED_AT_NEEDS.search(text):
+    if may_be_obfuscated_at(text):
         return True
-    if _ANY_NEEDS(text):
+    if _ANY_NEEDS.holds(text, text_shape):
         return True
-    return any(match.group(1) in _FIRST_NAMES for match in _FIRST_AND_LAST.finditer(text))
+    return _may_name_a_person(text, text_shape) and any(
+        match.group(1) in _FIRST_NAMES for match in _FIRST_AND_LAST.finditer(text)
+    )
+
+
+def _may_hold_digit_rule(text: str, text_shape: bytes | None) -> bool:
+    """A necessary condition of _DIGIT_LED: a digit, or in an ASCII text, its shape's (a pattern
+    starting with a literal: the "AA00" of IBANs is looked for apart)."""
+    if text_shape is None:
+        return _DIGIT.search(text) is not None
+    return b"AA00" in text_shape or (
+        b"0" in text_shape and _DIGIT_LED_SHAPE.search(text_shape) is not None
+    )
+
+
+def _may_name_a_person(text: str, text_shape: bytes | None) -> bool:
+    """A necessary condition of a _FIRST_AND_LAST match (any text not all ASCII passes)."""
+    return text_shape is None or _FIRST_AND_LAST_SHAPE.search(text_shape) is not None
 
 
 # Repeated strings (system prompts, few-shot turns, a prompt copied into the conversation, the

@@ -111,7 +111,8 @@ class _KeyedSecret(Recognizer):
     """The value after a secret key, in its quotes or up to the next separator."""
 
     def may_match(self, text: str) -> bool:
-        return super().may_match(text) and any(_SECRET_WORD.search(p.key) for p in pairs(text))
+        # (no pair without a separator: `needs` is not searched first)
+        return any(_SECRET_WORD.search(pair.key) for pair in pairs(text))
 
     def findings(self, text: str) -> list[Finding]:
         found = []

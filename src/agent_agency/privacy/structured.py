@@ -22,21 +22,29 @@ _DOT = r"(?:\[dot\]|\(dot\)|\{dot\}|<dot>|\[DOT\]|\(DOT\)|\{DOT\}|<DOT>)"
 _OBFUSCATED_AT = rf"(?:[ \t]*{_AT}[ \t]*|[ \t]+(?:at|AT)[ \t]+|%40)"
 _OBFUSCATED_DOT = rf"(?:[ \t]*{_DOT}[ \t]*|[ \t]+(?:dot|DOT)[ \t]+|\.)"
 
-PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("EMAIL_ADDRESS", re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")),
+# (the rule's name in NEEDS, the entity it finds, its pattern)
+PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [
     (
+        "EMAIL_ADDRESS",
+        "EMAIL_ADDRESS",
+        re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b"),
+    ),
+    (
+        "OBFUSCATED_EMAIL",
         "EMAIL_ADDRESS",
         re.compile(
             rf"(?<![\w.+-])[A-Za-z0-9._+-]+{_OBFUSCATED_AT}[A-Za-z0-9-]+"
             rf"(?:{_OBFUSCATED_DOT}[A-Za-z0-9-]+)*{_OBFUSCATED_DOT}[A-Za-z]{{2,}}\b"
         ),
     ),
-    ("CREDIT_CARD", _CARD),
+    ("CREDIT_CARD", "CREDIT_CARD", _CARD),
     (
+        "IBAN_CODE",
         "IBAN_CODE",
         re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,4})?\b"),
     ),
     (
+        "IP_ADDRESS",
         "IP_ADDRESS",
         re.compile(
             r"(?=[0-9a-fA-F])"
@@ -45,6 +53,7 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     (
+        "PHONE_NUMBER",
         "PHONE_NUMBER",
         re.compile(
             # international: + or 00 and the country code, then digits in any grouping
@@ -60,6 +69,7 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         # the delimited form; a bare run of 9 digits only after "SSN" (else it is too often an
         # order or account number); area 000, 666 and 9xx, group 00 and serial 0000 are never issued
         "US_SSN",
+        "US_SSN",
         re.compile(
             r"(?=[\dsS])(?:(?=\d)\b(?!000|666|9)\d{3}([- ])(?!00)\d{2}\1(?!0000)\d{4}\b"
             r"|\b(?:ssn|SSN|Ssn|[Ss]ocial [Ss]ecurity(?: [Nn]umber| [Nn]o\.?)?)"
@@ -68,6 +78,7 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     (
+        "USER_ID",
         "USER_ID",
         re.compile(r"\b(?:user[_ -]?id|userid|uid)\b\s*[:=]\s*[\"']?[\w.-]+[\"']?", re.I),
     ),
@@ -121,9 +132,24 @@ OBFUSCATED_AT_NEEDS = re.compile(
     rf"{_AT}|%40|[ \t](?:at|AT)[ \t]+[A-Za-z0-9-]+"
     rf"(?:{_OBFUSCATED_DOT}[A-Za-z0-9-]+)*{_OBFUSCATED_DOT}"
 )
+# What every match of OBFUSCATED_AT_NEEDS holds besides "%40": an "at" (in any case, once the
+# text is lower-cased) before a closing bracket or between blanks. A literal start: a fast search.
+_AT_WORD = re.compile(r"at(?:[])}>]|(?<=[ \t]at)[ \t])")
+
+
+def may_be_obfuscated_at(text: str) -> bool:
+    """Whether OBFUSCATED_AT_NEEDS matches in `text`, searched only where a cheaper condition that
+    each of its matches implies holds."""
+    if "%40" not in text and _AT_WORD.search(text.lower()) is None:
+        return False
+    return OBFUSCATED_AT_NEEDS.search(text) is not None
+
+
 # A pattern only runs when its cheap necessary condition holds; most texts fail most of them.
+# Each takes the text and whether it holds a digit.
 NEEDS: dict[str, Callable[[str, bool], bool]] = {
-    "EMAIL_ADDRESS": lambda text, _d: "@" in text or OBFUSCATED_AT_NEEDS.search(text) is not None,
+    "EMAIL_ADDRESS": lambda text, _d: "@" in text,
+    "OBFUSCATED_EMAIL": lambda text, _d: may_be_obfuscated_at(text),
     "CREDIT_CARD": lambda _t, digits: digits,
     "IBAN_CODE": lambda _t, digits: digits,
     "IP_ADDRESS": lambda text, digits: (digits and "." in text) or ":" in text,
@@ -131,13 +157,32 @@ NEEDS: dict[str, Callable[[str, bool], bool]] = {
     "US_SSN": lambda _t, digits: digits,
     "USER_ID": lambda text, _d: "id" in text.lower(),
 }
+# In an ASCII text, what each valid match implies in its shape (`spans.shape`: a digit '0', a
+# capital 'A', a blank ' '), asked after NEEDS: a card's 13 digits, each but the
+# last followed by at most one ' ' or '-'; an IBAN's country and check digits; an IPv4 address's
+# first dot between digits (IPv6 needs seven ':'); a phone number's at least 8 digits, first to last
+# among [ ().-] (`_phone_shaped`); an SSN's digit groups (9 digits in a row for the bare form).
+_CARD_SHAPE = re.compile(rb"0(?:[ -]?0){12}")
+_PHONE_SHAPE = re.compile(rb"0[0 ().-]{7}")
+_SSN_SHAPE = re.compile(rb"000(?:[- ]00[- ]0000|000000)")
+SHAPE_NEEDS: dict[str, Callable[[str, bytes], bool]] = {
+    "CREDIT_CARD": lambda _t, shape: _CARD_SHAPE.search(shape) is not None,
+    "IBAN_CODE": lambda _t, shape: b"AA00" in shape,
+    "IP_ADDRESS": lambda text, shape: b"0.0" in shape or text.count(":") >= 7,
+    "PHONE_NUMBER": lambda _t, shape: _PHONE_SHAPE.search(shape) is not None,
+    "US_SSN": lambda _t, shape: _SSN_SHAPE.search(shape) is not None,
+}
 
 
-def structured_findings(text: str) -> list[Finding]:
+def structured_findings(text: str, text_shape: bytes | None) -> list[Finding]:
+    """Every valid match of `PATTERNS` in `text`, given its shape (`spans.shape`)."""
     findings = []
     digits = _HAS_DIGIT.search(text) is not None
-    for entity, pattern in PATTERNS:
-        if not NEEDS[entity](text, digits):
+    for rule, entity, pattern in PATTERNS:
+        if not NEEDS[rule](text, digits):
+            continue
+        shape_needs = SHAPE_NEEDS.get(rule)
+        if text_shape is not None and shape_needs is not None and not shape_needs(text, text_shape):
             continue
         check = VALID.get(entity)
         value_group = "v" if "v" in pattern.groupindex else 0

@@ -34,7 +34,10 @@ _AUTHORITY_BEFORE = re.compile(r"[a-z][a-z0-9+.-]*://[^\s/@\"'<>]*\Z", re.IGNORE
 def in_url_authority(text: str, start: int) -> bool:
     """Whether `start` lies in the user info of a URL (`scheme://user:pw@host`): what looks like
     an e-mail address there is a user name or password and a host, found as such."""
-    return _AUTHORITY_BEFORE.search(text, max(0, start - 120), start) is not None
+    window = max(0, start - 120)
+    if text.find("://", window, start) == -1:  # what the pattern needs, found cheaply
+        return False
+    return _AUTHORITY_BEFORE.search(text, window, start) is not None
 
 
 class UrlCredentials(Recognizer):
