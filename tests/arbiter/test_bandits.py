@@ -113,3 +113,62 @@ def test_linear_models_match_ridge_regression() -> None:
     models.add_agent(inherit_from=0, weight=0.5)
     assert models.a[1] == pytest.approx(np.eye(3) + 0.5 * (a - np.eye(3)))
     assert models.b[1] == pytest.approx(0.5 * b)
+
+
+def _ks_statistic(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sample Kolmogorov-Smirnov statistic: the largest gap between the empirical CDFs."""
+    grid = np.sort(np.concatenate([a, b]))
+    gap = np.searchsorted(np.sort(a), grid, "right") / len(a)
+    gap -= np.searchsorted(np.sort(b), grid, "right") / len(b)
+    return float(np.abs(gap).max())
+
+
+def test_a_redrawn_row_is_an_exact_beta_draw_of_every_arm() -> None:
+    """`redraw_row` draws success as Gamma(α) / (Gamma(α) + Gamma(β)): the same distribution as
+    numpy's Beta sampler (two-sample KS test at α = 0.001) with Beta's moments, for the empty
+    prior Beta(1, 1), little evidence and much."""
+    evidence = np.array([[0.0, 0.0, 0.0, 0.0], [10.0, 7.0, 0.0, 0.0], [1000.0, 900.0, 0.0, 0.0]])
+    shapes = [(1.0, 1.0), (8.0, 4.0), (901.0, 101.0)]
+    cached = PosteriorDraws(np.random.default_rng(3), evidence, 0.0, 8)
+    samples = 4000
+    redrawn = np.empty((samples, 3))
+    for i in range(samples):
+        cached.redraw_row(5)
+        redrawn[i] = cached.draws[5]
+    reference = np.random.default_rng(4)
+    critical = 1.95 * np.sqrt(2 / samples)
+    for arm, (a, b) in enumerate(shapes):
+        draws = redrawn[:, arm]
+        assert _ks_statistic(draws, reference.beta(a, b, size=samples)) < critical
+        mean, variance = a / (a + b), a * b / ((a + b) ** 2 * (a + b + 1))
+        assert draws.mean() == pytest.approx(mean, abs=4 * np.sqrt(variance / samples))
+        assert draws.var() == pytest.approx(variance, rel=0.1)
+    assert (redrawn[:, 0] > 0).all() and (redrawn[:, 0] < 1).all()
+
+
+def test_a_redrawn_row_mixes_success_and_quality_draws() -> None:
+    """With quality weight w, a redrawn reward is (1 - w)·Beta + w·Normal(mean, sd) of the
+    arm's posteriors: its mean and variance are those of the mixture."""
+    w, samples = 0.5, 4000
+    evidence = np.array([[40.0, 30.0, 28.0, 20.0]])
+    cached = PosteriorDraws(np.random.default_rng(5), evidence, w, 4)
+    redrawn = np.empty(samples)
+    for i in range(samples):
+        cached.redraw_row(1)
+        redrawn[i] = cached.draws[1, 0]
+    a, b = 31.0, 11.0
+    quality_mean, quality_sd = quality_posterior(evidence[0])
+    mean = (1 - w) * a / (a + b) + w * quality_mean
+    variance = (1 - w) ** 2 * a * b / ((a + b) ** 2 * (a + b + 1)) + w**2 * quality_sd**2
+    assert redrawn.mean() == pytest.approx(mean, abs=4 * np.sqrt(variance / samples))
+    assert redrawn.var() == pytest.approx(variance, rel=0.1)
+
+
+def test_redrawn_rows_repeat_for_a_seed() -> None:
+    evidence = np.array([[5.0, 2.0, 3.0, 2.0], [9.0, 8.0, 7.0, 6.0]])
+    rows = []
+    for _ in range(2):
+        cached = PosteriorDraws(np.random.default_rng(6), evidence, 0.5, 4)
+        cached.redraw_row(2)
+        rows.append(cached.draws.tolist())
+    assert rows[0] == rows[1]

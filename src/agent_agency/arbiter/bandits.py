@@ -79,77 +79,94 @@ def observed_mean_reward(evidence: FloatArray, quality_weight: float) -> FloatAr
 class PosteriorDraws:
     """A task type's cached posterior reward draws (D × k) with each arm's posterior parameters.
 
-    The parameters (Beta's α and β for success, the mean and sd of mean quality) are those of
-    the arms' evidence now: `learn` replaces an arm's as it learns, so a fresh draw costs the
+    The parameters (Beta's α and β for success, the mean and sd of w·quality) are those of the
+    arms' evidence now: `learn` replaces an arm's as it learns, so a fresh draw costs the
     sampling alone.
     """
 
-    __slots__ = ("_rng", "_w", "alpha", "beta", "draws", "mean", "sd")
+    __slots__ = ("_gammas", "_rng", "_w", "draws", "mean", "sd", "shapes")
 
     def __init__(
         self, rng: np.random.Generator, evidence: FloatArray, quality_weight: float, draws: int
     ) -> None:
         self._rng = rng
         self._w = quality_weight
-        self.alpha, self.beta, self.mean, self.sd = _parameters(evidence)
+        alpha, beta, mean, sd = _parameters(evidence)
+        self._set_parameters(np.stack([alpha, beta]), quality_weight * mean, quality_weight * sd)
         self.draws = self._sample((draws, evidence.shape[0]), slice(None))
+
+    def _set_parameters(self, shapes: FloatArray, mean: FloatArray, sd: FloatArray) -> None:
+        self.shapes = shapes  # 2 × k: each arm's Beta α (row 0) and β (row 1)
+        self.mean, self.sd = mean, sd  # of w·quality
+        self._gammas = np.empty_like(shapes)  # redraw_row's scratch
 
     def _sample(self, shape: tuple[int, ...], arm: int | slice) -> FloatArray:
         """Sampled rewards (1 - w)·success + w·quality of one arm or every arm (`arm`)."""
         rng = self._rng
-        success: FloatArray = rng.beta(self.alpha[arm], self.beta[arm], size=shape)
+        success: FloatArray = rng.beta(self.shapes[0, arm], self.shapes[1, arm], size=shape)
         if self._w == 0.0:
             return success
         # mean + sd·z: what rng.normal(mean, sd) draws, without its per-element parameter checks
         quality = self.mean[arm] + self.sd[arm] * rng.standard_normal(shape)
-        mixed: FloatArray = (1.0 - self._w) * success + self._w * quality
+        mixed: FloatArray = (1.0 - self._w) * success + quality
         return mixed
 
     def redraw_row(self, row: int) -> None:
-        """Replace draw `row` by a fresh draw of every arm (`_sample`'s arithmetic in place)."""
-        rng, w = self._rng, self._w
-        success: FloatArray = rng.beta(self.alpha, self.beta, size=self.alpha.shape)
+        """Replace draw `row` by a fresh draw of every arm.
+
+        Success is drawn as X / (X + Y) with X ~ Gamma(α), Y ~ Gamma(β): an exact Beta(α, β)
+        draw, numpy's own construction when α or β > 1 (here both are >= 1), from one
+        `standard_gamma` call over the 2 × k shapes. `rng.beta` with parameter arrays costs
+        a third more: it checks and broadcasts both arrays on every call."""
+        rng, w, gammas = self._rng, self._w, self._gammas
+        rng.standard_gamma(self.shapes, out=gammas)
+        x, y = gammas
+        y += x
         if w == 0.0:
-            self.draws[row] = success
+            np.divide(x, y, out=self.draws[row])
             return
-        quality = self.draws[row]  # drawn in place: the same numbers, one array fewer
+        quality = self.draws[row]  # drawn in place: one array fewer
         rng.standard_normal(out=quality)
         quality *= self.sd
         quality += self.mean
-        quality *= w
-        success *= 1.0 - w
-        quality += success
+        x /= y
+        x *= 1.0 - w
+        quality += x
 
     def learn(self, arm: int, evidence: Sequence[float]) -> None:
         """`arm`'s evidence (n, successes, quality sum, quality² sum) is now `evidence`: new
         parameters, its column redrawn."""
         alpha, beta, mean, sd = _scalar_parameters(*evidence)
-        self.alpha[arm], self.beta[arm], self.mean[arm], self.sd[arm] = alpha, beta, mean, sd
         rng, shape, w = self._rng, self.draws.shape[:1], self._w
+        mean, sd = w * mean, w * sd
+        self.shapes[0, arm], self.shapes[1, arm] = alpha, beta
+        self.mean[arm], self.sd[arm] = mean, sd
         success = rng.beta(alpha, beta, size=shape)  # scalar parameters: no per-element checks
         if w == 0.0:
             self.draws[:, arm] = success
         else:
-            # w·(mean + sd·z) drawn as one normal: what _sample computes, in two passes fewer
+            # w·quality = mean + sd·z drawn as one normal: what _sample computes, in passes fewer
             success *= 1.0 - w
-            success += rng.normal(w * mean, w * sd, size=shape)
+            success += rng.normal(mean, sd, size=shape)
             self.draws[:, arm] = success
 
     def add_arm(self, evidence: FloatArray) -> None:
         """A new last arm with `evidence` (4 values) and its column of fresh draws."""
         alpha, beta, mean, sd = _parameters(evidence[None])
-        self.alpha = np.append(self.alpha, alpha)
-        self.beta = np.append(self.beta, beta)
-        self.mean = np.append(self.mean, mean)
-        self.sd = np.append(self.sd, sd)
+        self._set_parameters(
+            np.append(self.shapes, np.stack([alpha, beta]), axis=1),
+            np.append(self.mean, self._w * mean),
+            np.append(self.sd, self._w * sd),
+        )
         fresh = self._sample(self.draws.shape[:1], -1)
         self.draws = np.concatenate([self.draws, fresh[:, None]], axis=1)
 
     def remove_arm(self, arm: int) -> None:
-        self.alpha = np.delete(self.alpha, arm)
-        self.beta = np.delete(self.beta, arm)
-        self.mean = np.delete(self.mean, arm)
-        self.sd = np.delete(self.sd, arm)
+        self._set_parameters(
+            np.delete(self.shapes, arm, axis=1),
+            np.delete(self.mean, arm),
+            np.delete(self.sd, arm),
+        )
         self.draws = np.delete(self.draws, arm, axis=1)
 
 
