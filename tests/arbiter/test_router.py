@@ -353,6 +353,31 @@ def test_in_flight_loads_are_matched_to_agents_and_checked_in_order() -> None:
         router.decide(request(), in_flight={"a@1": 1, "b@1": -2, "zz@1": 0})
 
 
+def test_the_router_counts_the_tasks_each_agent_runs() -> None:
+    """`task_started` / `task_finished` are the load of decisions given no `in_flight`; each
+    decision explains itself with the loads of its time; a mapping given still takes over."""
+    router = Router(agents("a", "b", limit=2), settings=settings(RoutingStrategy.LOAD_BALANCE))
+    for agent in ("a@1", "a@1", "b@1"):
+        router.task_started(agent)
+    assert router.tasks_in_flight() == {"a@1": 2, "b@1": 1}
+    decision = router.decide(request())  # a is full
+    router.task_finished("a@1")
+    router.task_finished("a@1")
+    assert decision.selected_agent == "b@1"
+    assert [(c.agent, c.load_score) for c in decision.candidates] == [("b@1", 0.5)]
+    assert "At max concurrency: a@1" in decision.secondary_factors
+    assert router.decide(request()).selected_agent == "a@1"
+    assert router.decide(request(), in_flight={"a@1": 2}).selected_agent == "b@1"
+    router.task_finished("a@1")  # no task of a runs: a count never goes below zero
+    assert router.tasks_in_flight() == {"a@1": 0, "b@1": 1}
+    router.remove_agent("b@1")
+    router.task_finished("b@1")  # its task ended after it went: ignored
+    router.add_agent(AgentSpec(name="b", max_concurrency=2))
+    assert router.tasks_in_flight() == {"a@1": 0, "b@1": 0}
+    with pytest.raises(KeyError, match="agent: unknown agent 'zz@1'"):
+        router.task_started("zz@1")
+
+
 def test_an_agent_whose_cached_draws_all_lost_is_still_explored() -> None:
     """c's posterior (one failure) beats a's (90% over 1000 tasks) in about 1% of draws; the
     64 cached draws of c often hold none that does. Each decision replaces the draw it played,

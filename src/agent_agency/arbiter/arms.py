@@ -91,6 +91,7 @@ class ArmTable:
         self.index: dict[str, int] = {}
         self.capabilities: list[frozenset[str]] = []
         self.max_concurrency = np.zeros(0)
+        self.in_flight = np.zeros(0)  # tasks each arm runs (`Router.task_started`), in place
         self.enabled: BoolArray = np.zeros(0, dtype=bool)
         self.types: dict[str, int] = {}
         self.evidence = np.zeros((0, 0, EVIDENCE_FIELDS))
@@ -146,6 +147,7 @@ class ArmTable:
         self.prior = np.concatenate([self.prior, prior])
         self.total = self.evidence + self.prior
         self.max_concurrency = np.append(self.max_concurrency, float(spec.call_slots()))
+        self.in_flight = np.append(self.in_flight, 0.0)
         self.enabled = np.append(self.enabled, True)
         self.linear.add_agent(parent, weight)
         for t, draws in self._draws.items():
@@ -162,6 +164,7 @@ class ArmTable:
         self.prior = np.delete(self.prior, row, axis=0)
         self.total = np.delete(self.total, row, axis=0)
         self.max_concurrency = np.delete(self.max_concurrency, row)
+        self.in_flight = np.delete(self.in_flight, row)
         self.enabled = np.delete(self.enabled, row)
         self.linear.remove_agent(row)
         for draws in self._draws.values():
