@@ -15,6 +15,7 @@ from agent_agency.arbiter.bandits import (
     sample_index,
     tie_uniform,
     ucb1_scores,
+    uniform_index,
 )
 
 
@@ -172,3 +173,30 @@ def test_redrawn_rows_repeat_for_a_seed() -> None:
         cached.redraw_row(2)
         rows.append(cached.draws.tolist())
     assert rows[0] == rows[1]
+
+
+class _Words:
+    """A stand-in generator whose stream is the given 64-bit words."""
+
+    def __init__(self, *words: int) -> None:
+        self.bit_generator = self
+        self._words = iter(words)
+
+    def random_raw(self) -> int:
+        return next(self._words)
+
+
+def test_uniform_index_is_exact_and_rejects_the_uneven_words() -> None:
+    """2^64 mod 3 = 1: of the words, the one whose product with 3 is 0 mod 2^64 is rejected,
+    so every index has exactly floor(2^64 / 3) words."""
+    assert uniform_index(_Words(0, 1 << 63), 3) == 1  # type: ignore[arg-type]
+    assert uniform_index(_Words((1 << 64) - 1), 3) == 2  # type: ignore[arg-type]
+    assert uniform_index(_Words(5), 1) == 0  # type: ignore[arg-type]
+    rng = np.random.default_rng(7)
+    counts = np.bincount([uniform_index(rng, 6) for _ in range(60_000)], minlength=6)
+    expected = 10_000
+    assert ((counts - expected) ** 2 / expected).sum() < 20.5  # chi-square, 5 dof, p = 0.001
+    first, second = np.random.default_rng(7), np.random.default_rng(7)
+    assert [uniform_index(first, 64) for _ in range(10)] == [
+        uniform_index(second, 64) for _ in range(10)
+    ]

@@ -18,6 +18,7 @@ from agent_agency.arbiter.bandits import (
     argmax_frequencies,
     sample_index,
     tie_uniform,
+    uniform_index,
 )
 from agent_agency.arbiter.strategies.base import (
     Candidates,
@@ -120,7 +121,7 @@ def choose(name: str, strategy: Strategy, candidates: Candidates) -> Choice:
     rng = candidates.rng
     if isinstance(verdict, Draws):
         samples, columns = verdict.samples, verdict.columns
-        row = int(rng.integers(samples.shape[0]))
+        row = uniform_index(rng, samples.shape[0])
         played = samples[row]  # the decision's own: a cached row is drawn afresh after it
         if columns is not None:
             played = played.take(columns)
