@@ -202,7 +202,8 @@ class Router:
         draw).
         Raises `NoAgentAvailable` (with a `RoutingRefusal`) when no agent may be chosen.
         """
-        _expect(request, RoutingRequest, "request", _request_hint(request))
+        if not isinstance(request, RoutingRequest):  # the hint is built only for a wrong one
+            _expect(request, RoutingRequest, "request", _request_hint(request))
         with self._lock:
             return self._decide(request, in_flight, exclude, fallback_of, held_back or {})
 
