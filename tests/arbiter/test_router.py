@@ -502,6 +502,39 @@ def test_contextual_strategies_stay_sound_with_features_of_any_scale(
         assert models.a_inv[agent] == pytest.approx(exact, rel=1e-6, abs=1e-9)
 
 
+@pytest.mark.parametrize("strategy", [RoutingStrategy.LINUCB, RoutingStrategy.LINTS])
+def test_contextual_samples_drawn_when_read_are_those_of_the_decisions_seed(
+    strategy: RoutingStrategy,
+) -> None:
+    """LinUCB's and LinTS's samples beyond the row played are drawn when the propensity or
+    confidence is first read: read at once or after later decisions and updates, a seed's
+    decisions explain themselves alike, and LinTS logs each candidate's share of D rows."""
+
+    def decisions(read_at_once: bool) -> list[RoutingDecision]:
+        router = Router(agents("a", "b", "c"), settings=settings(strategy, seed=11))
+        made = []
+        for i in range(30):
+            decision = router.decide(request(task_id=str(i)))
+            if read_at_once:
+                decision.candidates  # noqa: B018
+            router.update(decision, success=i % 3 == 0, quality=0.5)
+            made.append(decision)
+        return made
+
+    def explained(decision: RoutingDecision) -> tuple[object, ...]:
+        shares = [(c.agent, c.propensity, c.final_score) for c in decision.candidates]
+        return decision.selected_agent, decision.propensity, decision.confidence, shares
+
+    now, later = decisions(True), decisions(False)
+    assert [explained(d) for d in now] == [explained(d) for d in later]
+    draws = RoutingSettings().propensity_draws
+    for decision in now:
+        assert sum(c.propensity for c in decision.candidates) == pytest.approx(1.0)
+        if strategy is RoutingStrategy.LINTS:
+            assert decision.propensity >= 1 / draws  # the row played is one of the D rows
+            assert all((c.propensity * draws).is_integer() for c in decision.candidates)
+
+
 def test_a_task_feature_named_like_the_prompt_length_is_refused() -> None:
     clash = task().model_copy(update={"features": {"prompt_chars": 5000.0}})
     with pytest.raises(ValueError, match="task t: features: 'prompt_chars' is a reserved name"):

@@ -315,9 +315,11 @@ class LinearModels:
             return
         rows = sorted(self._stale)
         self._stale.clear()
-        a = self.a[rows]
-        self._a_inv[rows] = np.linalg.inv(a)
-        self._theta[rows] = np.linalg.solve(a, self.b[rows][..., None])[..., 0]
+        a_inv = np.linalg.inv(self.a[rows])
+        self._a_inv[rows] = a_inv
+        # A⁻¹b from the inverse just computed: a second factorisation (solve) would cost as much
+        # again, and A's eigenvalues are >= 1, so the inverse is well conditioned enough
+        self._theta[rows] = (a_inv @ self.b[rows][..., None])[..., 0]
 
     def predict(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Predicted mean reward and posterior sd (before α) of every agent at x."""

@@ -193,14 +193,21 @@ class Candidates:
         return self._arms.decisions_at(self.column)
 
 
+Belief = FloatArray | Callable[[], FloatArray]
+"""D × k sampled values, or a function that samples them when they are first read: from a
+generator of its own (seeded at decision time), never the router's, which later decisions draw
+from, so a seed gives the same values whenever they are read."""
+
+
 @dataclass(frozen=True, slots=True)
 class Ranking:
     """The highest score wins; tied candidates are chosen uniformly. `belief`, D × k posterior
-    draws, gives the decision's confidence when the scores are not the router's evidence."""
+    draws (a `Belief`), gives the decision's confidence when the scores are not the router's
+    evidence."""
 
     scores: FloatArray
     performance: FloatArray | None = None
-    belief: FloatArray | None = None
+    belief: Belief | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,12 +227,17 @@ class Draws:
     afresh after the decision, so that stale draws cannot shut a candidate out for long.
     `columns`: `samples` has a column per arm (`Candidates.every_arm_draws()`) and the candidates'
     are these; None: `samples` is D × k.
+    `rest`: `samples` is one fresh row (1 × k), the row played, and `rest` (a `Belief`) the other
+    D - 1 rows, drawn independently of it: of D independent rows, the one drawn first is as good
+    as one chosen uniformly, so the propensity is still the share of the D rows each candidate
+    wins, and a decision need not draw the rows only its propensity needs.
     """
 
     samples: FloatArray
     performance: FloatArray | None = None
     cached: bool = False
     columns: IndexArray | None = None
+    rest: Belief | None = None
 
 
 Verdict = Ranking | Distribution | Draws
