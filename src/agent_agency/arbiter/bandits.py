@@ -318,7 +318,7 @@ class LinearModels:
         a_inv = np.linalg.inv(self.a[rows])
         self._a_inv[rows] = a_inv
         # A⁻¹b from the inverse just computed: a second factorisation (solve) would cost as much
-        # again, and A's eigenvalues are >= 1, so the inverse is well conditioned enough
+        # again, and A's eigenvalues are >= 1, so A⁻¹'s norm is <= 1 and its errors stay small
         self._theta[rows] = (a_inv @ self.b[rows][..., None])[..., 0]
 
     def predict(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
