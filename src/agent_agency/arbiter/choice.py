@@ -4,9 +4,10 @@ the probability it logs is the one the choice was made with (`strategies/base.py
 Drawing the chosen candidate needs one row of a `Draws` verdict, or the best scores of a
 `Ranking`; the selection probabilities of every candidate and the decision's confidence are
 computed when first read (`Choice.probabilities`, `Choice.confidence`), from arrays the choice
-owns and nothing changes afterwards (the samples, scores or posterior draws of decision time), so
-they are exact for the decision whenever they are read, and a decision whose propensity is only
-read by the tracker's writer does not pay for it on the caller's thread."""
+owns and nothing changes afterwards (the samples, scores or posterior draws of decision time, or
+samples drawn when first read from a generator seeded at decision time: a `Belief`), so they are
+exact for the decision whenever they are read, and a decision whose propensity is only read by
+the tracker's writer does not pay for it on the caller's thread."""
 
 from __future__ import annotations
 

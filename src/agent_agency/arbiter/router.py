@@ -7,7 +7,9 @@
 Candidates of a decision: the enabled agents whose capabilities cover the request's requirements
 (all enabled agents when none does), minus excluded agents and agents whose circuit breaker is
 open (a half-open breaker lets one probe call through), minus agents at their max concurrency
-(when every candidate is full the least loaded are kept: backpressure is the caller's job). The
+(when every candidate is full the least loaded are kept: backpressure is the caller's job). An
+agent's load is what the caller passes to `decide`, or else the tasks the router was told it
+runs (`task_started`, `task_finished`: kept as an array aligned with the arms). The
 strategy for the request's task type scores them (`strategies/`) and the router draws the chosen
 one, logging the exact probability it had (`propensity`) for off-policy evaluation (`ope.py`).
 
