@@ -371,7 +371,8 @@ def test_the_router_counts_the_tasks_each_agent_runs() -> None:
     router.task_finished("a@1")  # no task of a runs: a count never goes below zero
     assert router.tasks_in_flight() == {"a@1": 0, "b@1": 1}
     router.remove_agent("b@1")
-    router.task_finished("b@1")  # its task ended after it went: ignored
+    router.task_started("b@1")  # chosen before it went: ignored, as its task's end
+    router.task_finished("b@1")
     router.add_agent(AgentSpec(name="b", max_concurrency=2))
     assert router.tasks_in_flight() == {"a@1": 0, "b@1": 0}
     with pytest.raises(KeyError, match="agent: unknown agent 'zz@1'"):

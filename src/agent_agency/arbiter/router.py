@@ -434,9 +434,12 @@ class Router:
 
     def task_started(self, agent: str) -> None:
         """`agent` runs one more task: its load in the decisions that pass no `in_flight`. The
-        arbiter reports each task from assignment to the end of its grading."""
+        arbiter reports each task from assignment to the end of its grading. Ignored for an
+        agent removed since it was chosen."""
         with self._lock:
-            self._arms.in_flight[self._row(agent, "agent")] += 1.0
+            row = self._live_row(agent, "agent")
+            if row is not None:
+                self._arms.in_flight[row] += 1.0
 
     def task_finished(self, agent: str) -> None:
         """A task `task_started` reported has ended. Ignored for an agent removed since."""
