@@ -7,11 +7,12 @@ the router adds: the capability filter (random requirements: 0–1 of 6 capabili
 breakers, in-flight loads (agents at max concurrency, 8, are left out), the exact propensity
 and the rationale (both computed when first read, from the decision's own copy of what they
 depend on: each decision's rationale is read once outside the timed call, as the tracker does
-when it stores it). Loads are the router's own counts, as the arbiter keeps them: 400 tasks run
-at once, each decision's task starts with it (`task_started`, timed with decide()) and the
-oldest one ends (`task_finished`, timed with update(), with the online update of its simulated
-outcome). The row "in_flight as a dict" passes random loads (0–8 per agent) as a mapping of
-the 100 agents instead, with each update right after its decision.
+when it stores it). Each decision is followed by an online update with a simulated outcome;
+decide() and update() are timed separately. Loads are the router's own counts, as the arbiter
+keeps them: each decision's task starts with it (`task_started`, timed with decide()) and ends
+400 decisions later (`task_finished`, timed with that update()), so 400 tasks run at once. The
+row "in_flight as a dict" passes random loads (0–8 per agent) as a mapping of the 100 agents to
+each decision instead.
 
 Peers, at the same scale, timed in alternating blocks with our Thompson sampling: MABWiser's
 ThompsonSampling (one model per task type, `predict` and `partial_fit`) when installed, and a
@@ -166,15 +167,16 @@ def workload(rng: np.random.Generator, decisions: int) -> Workload:
 
 def ours(router: Router, work: Workload, timings: Timings, label: str) -> Callable[[int], None]:
     """Loads as the router counts them: each decision's task runs until IN_FLIGHT more start."""
-    running: deque[tuple[RoutingDecision, bool]] = deque()
+    running: deque[str] = deque()
 
     def decide(request: RoutingRequest) -> RoutingDecision:
         decision = router.decide(request)
         router.task_started(decision.selected_agent)
         return decision
 
-    def finish(decision: RoutingDecision, success: bool) -> None:
-        router.task_finished(decision.selected_agent)
+    def learn(decision: RoutingDecision, success: bool) -> None:
+        if len(running) > IN_FLIGHT:
+            router.task_finished(running.popleft())
         router.update(decision, success=success, quality=float(success))
 
     def step(j: int) -> None:
@@ -182,10 +184,9 @@ def ours(router: Router, work: Workload, timings: Timings, label: str) -> Callab
         request = work.requests[j]
         decision = timings.timed(f"{label} decide", lambda: decide(request), keep)
         decision.candidates  # noqa: B018  # the rationale, read as the tracker reads it
-        running.append((decision, _succeeds(work, decision, j)))
-        if len(running) > IN_FLIGHT:
-            oldest, success = running.popleft()
-            timings.timed(f"{label} update", lambda: finish(oldest, success), keep)
+        running.append(decision.selected_agent)
+        success = _succeeds(work, decision, j)
+        timings.timed(f"{label} update", lambda: learn(decision, success), keep)
 
     return step
 
