@@ -50,9 +50,9 @@ def test_thompson_samples_concentrate_on_the_posterior_mean() -> None:
 
 
 def test_posterior_draws_follow_what_each_arm_learns() -> None:
-    """After `learn`, an arm's column is drawn from its new posterior; `redraw_row` draws
-    every arm afresh from the parameters of its evidence now; added and removed arms keep
-    the others' draws."""
+    """After `learn`, an arm's column is drawn from its new posterior; `refill` draws every
+    arm afresh from the parameters of its evidence now; added and removed arms keep the
+    others' draws."""
     rng = np.random.default_rng(1)
     cached = PosteriorDraws(rng, np.zeros((3, 4)), 0.5, 4000)
     learned = np.array([1000.0, 1000.0, 900.0, 810.0])
@@ -60,8 +60,9 @@ def test_posterior_draws_follow_what_each_arm_learns() -> None:
     expected = 0.5 * (1001 / 1002) + 0.5 * (900.5 / 1001)
     assert cached.draws[:, 2].mean() == pytest.approx(expected, abs=0.003)
     assert cached.draws[:, 0].mean() == pytest.approx(0.5, abs=0.02)
-    cached.redraw_row(7)
-    assert cached.draws[7, 2] == pytest.approx(expected, abs=0.03)
+    cached.consume(7)
+    cached.refill()
+    assert cached.draws[3999, 2] == pytest.approx(expected, abs=0.03)
     before = cached.draws[:, 0].copy()
     cached.add_arm(learned)
     cached.remove_arm(1)
@@ -125,7 +126,7 @@ def _ks_statistic(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def test_a_redrawn_row_is_an_exact_beta_draw_of_every_arm() -> None:
-    """`redraw_row` draws success as Gamma(α) / (Gamma(α) + Gamma(β)): the same distribution as
+    """`refill` draws success as Gamma(α) / (Gamma(α) + Gamma(β)): the same distribution as
     numpy's Beta sampler (two-sample KS test at α = 0.001) with Beta's moments, for the empty
     prior Beta(1, 1), little evidence and much."""
     evidence = np.array([[0.0, 0.0, 0.0, 0.0], [10.0, 7.0, 0.0, 0.0], [1000.0, 900.0, 0.0, 0.0]])
@@ -134,8 +135,9 @@ def test_a_redrawn_row_is_an_exact_beta_draw_of_every_arm() -> None:
     samples = 4000
     redrawn = np.empty((samples, 3))
     for i in range(samples):
-        cached.redraw_row(5)
-        redrawn[i] = cached.draws[5]
+        cached.consume(5)  # the last row takes its place and is redrawn
+        cached.refill()
+        redrawn[i] = cached.draws[7]
     reference = np.random.default_rng(4)
     critical = 1.95 * np.sqrt(2 / samples)
     for arm, (a, b) in enumerate(shapes):
@@ -155,8 +157,9 @@ def test_a_redrawn_row_mixes_success_and_quality_draws() -> None:
     cached = PosteriorDraws(np.random.default_rng(5), evidence, w, 4)
     redrawn = np.empty(samples)
     for i in range(samples):
-        cached.redraw_row(1)
-        redrawn[i] = cached.draws[1, 0]
+        cached.consume(1)
+        cached.refill()
+        redrawn[i] = cached.draws[3, 0]
     a, b = 31.0, 11.0
     quality_mean, quality_sd = quality_posterior(evidence[0])
     mean = (1 - w) * a / (a + b) + w * quality_mean
@@ -165,12 +168,55 @@ def test_a_redrawn_row_mixes_success_and_quality_draws() -> None:
     assert redrawn.var() == pytest.approx(variance, rel=0.1)
 
 
+def test_rows_refilled_together_are_exact_beta_draws() -> None:
+    """Several played rows are redrawn in one call: each is a Beta(α, β) draw of every arm
+    (a fresh cache is every row refilled at once)."""
+    evidence = np.array([[10.0, 7.0, 0.0, 0.0], [1000.0, 900.0, 0.0, 0.0]])
+    cached = PosteriorDraws(np.random.default_rng(8), evidence, 0.0, 4000)
+    for row in range(3000):
+        cached.consume(row)
+    assert cached.free == 1000
+    cached.refill()
+    reference = np.random.default_rng(9)
+    critical = 1.95 * np.sqrt(2 / 3000)
+    for arm, (a, b) in enumerate([(8.0, 4.0), (901.0, 101.0)]):
+        redrawn = cached.draws[1000:, arm]
+        assert _ks_statistic(redrawn, reference.beta(a, b, size=3000)) < critical
+
+
+def test_a_played_row_is_set_aside_until_it_is_redrawn() -> None:
+    """`consume` takes a row out of `unplayed` (the last unplayed row takes its place); `learn`
+    redraws the played rows of every arm and the learning arm's column in the others, and
+    leaves the other arms' unplayed draws alone; `unplayed` redraws every row when none is
+    left."""
+    cached = PosteriorDraws(np.random.default_rng(10), np.zeros((3, 4)), 0.5, 6)
+    start = cached.draws.copy()
+    cached.consume(1)
+    cached.consume(4)
+    unplayed = cached.unplayed()
+    assert unplayed.shape == (4, 3)
+    assert sorted(map(tuple, unplayed.tolist())) == sorted(map(tuple, start[[0, 2, 3, 5]].tolist()))
+    kept = unplayed.copy()
+    cached.learn(2, [10.0, 9.0, 8.0, 7.0])
+    assert cached.free == 6
+    assert cached.draws[:4, :2].tolist() == kept[:, :2].tolist()
+    assert (cached.draws[:4, 2] != kept[:, 2]).all()
+    assert not np.isin(cached.draws[4:], start).any()
+    for _ in range(6):
+        cached.consume(0)
+    assert cached.free == 0
+    before = cached.draws.copy()
+    assert cached.unplayed().shape == (6, 3)
+    assert not np.isin(cached.draws, before).any()
+
+
 def test_redrawn_rows_repeat_for_a_seed() -> None:
     evidence = np.array([[5.0, 2.0, 3.0, 2.0], [9.0, 8.0, 7.0, 6.0]])
     rows = []
     for _ in range(2):
         cached = PosteriorDraws(np.random.default_rng(6), evidence, 0.5, 4)
-        cached.redraw_row(2)
+        cached.consume(2)
+        cached.refill()
         rows.append(cached.draws.tolist())
     assert rows[0] == rows[1]
 

@@ -106,8 +106,9 @@ class ArmTable:
         # contextually costs no feature vector or matrix update.
         self._unfolded: list[tuple[int, str, Complexity, int, dict[str, float], float]] = []
         self._capability_cache: dict[tuple[str, ...], Coverage] = {}
-        # Per task type, `propensity_draws` posterior reward draws of every arm; an arm's column
-        # is redrawn when it learns, and the row a decision played is drawn afresh (bandits.py).
+        # Per task type, `propensity_draws` posterior reward draws of every arm; a decision plays
+        # a row not played yet and sets it aside, and learning redraws the rows set aside and
+        # the learning arm's column (bandits.py).
         self._draws: dict[int, PosteriorDraws] = {}
         # (agent, type) → (n, reward sum) that warm_start put into the contextual models, so a
         # second warm start replaces that contribution instead of adding it again.
@@ -151,7 +152,7 @@ class ArmTable:
         self.enabled = np.append(self.enabled, True)
         self.linear.add_agent(parent, weight)
         for t, draws in self._draws.items():
-            draws.add_arm(prior[0, t])
+            draws.add_arm(prior[0, t].tolist())
 
     def remove(self, row: int) -> None:
         """Drop an arm with its evidence, prior, model and draws; later arms move up a row."""
@@ -238,10 +239,10 @@ class ArmTable:
 
     def advance(self, column: int, draw_row: int | None) -> None:
         """What a decision changes: one more decision of the type (ε decays with the count), and
-        the cached draw it played, if any, replaced by a fresh draw of every arm."""
+        the cached draw it played, if any, set aside until the type next learns (`observe`)."""
         self.decisions[column] += 1
         if draw_row is not None:
-            self._draws[column].redraw_row(draw_row)
+            self._draws[column].consume(draw_row)
 
     def warm_start(self, aggregates: Iterable[ArmAggregate]) -> int:
         """See `Router.warm_start`; returns the number of arms restored."""
@@ -309,7 +310,7 @@ class ArmTable:
         if cached is None:
             cached = PosteriorDraws(self._rng, self.total[:, column], self._w, self._draw_count)
             self._draws[column] = cached
-        return cached.draws
+        return cached.unplayed()
 
     def linear_at(self, features: FloatArray) -> tuple[FloatArray, FloatArray]:
         return self.linear.predict(features)

@@ -7,11 +7,15 @@ probability with which each candidate is selected, so every strategy logs a prop
   sampled reward (1 - w)·success + w·quality. The router keeps `draws` posterior draws per task
   type and plays the argmax of one draw picked uniformly, so the propensity it logs — the share
   of draws an arm wins — is exactly the probability with which that arm was played, given the
-  draws; the played arm's propensity is >= 1/draws. After each decision the draw it played is
-  replaced by a fresh draw of every arm from its current posterior, and an arm's column is redrawn
-  when it learns, so stale draws never shut an arm out for good: an arm whose cached draws all
-  lost gets fresh chances as the rows are replaced. A decision costs an argmax over the cached
-  draws plus one draw per arm, instead of `draws` fresh draws per arm.
+  draws; the played arm's propensity is >= 1/draws. A row once played is set aside and not
+  played again until it is redrawn: the router redraws a task type's played rows, every arm from
+  its current posterior, when one of its arms next learns (in the normal flow each decision's
+  outcome), and an arm's column in the rest when it learns, so every row is a draw from the
+  posteriors of now and stale draws never shut an arm out. A decision picks uniformly among the
+  rows not yet played, so the propensity it logs is the share of those rows an arm wins; a
+  decision that finds every row played (decisions outpacing outcomes) redraws them first. A
+  decision costs an argmax over the cached draws; the redraw, one draw per arm per decision, is
+  paid by the update.
 - UCB1, capability, load balance, fallback: deterministic argmax; ties are broken uniformly, so the
   propensity is exactly 1/ties for each tied best arm and 0 for the rest.
 - ε-greedy: exact, (1 - ε)/ties for the greedy arms plus ε/k for every arm.
@@ -81,10 +85,12 @@ class PosteriorDraws:
 
     The parameters (Beta's α and β for success, the mean and sd of w·quality) are those of the
     arms' evidence now: `learn` replaces an arm's as it learns, so a fresh draw costs the
-    sampling alone.
+    sampling alone. Rows [0, `free`) have not been played; a decision plays one of them
+    (`unplayed`) and sets it aside (`consume`), and the rows set aside are redrawn, all in one
+    call, when an arm next learns (`learn`), or by the decision that finds none left.
     """
 
-    __slots__ = ("_rng", "_w", "dof", "draws", "mean", "sd")
+    __slots__ = ("_rng", "_w", "dof", "draws", "free", "mean", "sd")
 
     def __init__(
         self, rng: np.random.Generator, evidence: FloatArray, quality_weight: float, draws: int
@@ -93,41 +99,48 @@ class PosteriorDraws:
         self._w = quality_weight
         alpha, beta, mean, sd = _parameters(evidence)
         w = quality_weight
-        self._set_parameters(2.0 * np.stack([alpha, beta]), w * mean, w * sd)
-        self.draws = self._sample((draws, evidence.shape[0]), slice(None))
+        self.dof = 2.0 * np.stack([alpha, beta])  # 2 × k: each arm's Beta 2α and 2β
+        self.mean, self.sd = w * mean, w * sd  # of w·quality
+        self.draws = np.empty((draws, evidence.shape[0]))
+        self.free = 0  # every row is to be drawn
+        self.refill()
 
-    def _set_parameters(self, dof: FloatArray, mean: FloatArray, sd: FloatArray) -> None:
-        self.dof = dof  # 2 × k: each arm's Beta 2α (row 0) and 2β (row 1)
-        self.mean, self.sd = mean, sd  # of w·quality
+    def unplayed(self) -> FloatArray:
+        """The rows not played yet (a view); when every row has been played, all are redrawn
+        first."""
+        if not self.free:
+            self.refill()
+        return self.draws[: self.free]
 
-    def _sample(self, shape: tuple[int, ...], arm: int | slice) -> FloatArray:
-        """Sampled rewards (1 - w)·success + w·quality of one arm or every arm (`arm`)."""
-        rng = self._rng
-        alpha, beta = self.dof[0, arm] / 2.0, self.dof[1, arm] / 2.0
-        success: FloatArray = rng.beta(alpha, beta, size=shape)
-        if self._w == 0.0:
-            return success
-        # mean + sd·z: what rng.normal(mean, sd) draws, without its per-element parameter checks
-        quality = self.mean[arm] + self.sd[arm] * rng.standard_normal(shape)
-        mixed: FloatArray = (1.0 - self._w) * success + quality
-        return mixed
+    def consume(self, row: int) -> None:
+        """Row `row` of `unplayed()` was played: the last unplayed row takes its place, and it
+        waits among the played rows to be redrawn."""
+        last = self.free - 1
+        if row != last:
+            self.draws[row] = self.draws[last]
+        self.free = last
 
-    def redraw_row(self, row: int) -> None:
-        """Replace draw `row` by a fresh draw of every arm.
+    def refill(self) -> None:
+        """Redraw every played row from the arms' posteriors now, in one call per distribution.
 
         Success is drawn as X / (X + Y) with X ~ Gamma(α), Y ~ Gamma(β): an exact Beta(α, β)
         draw, numpy's own construction when α or β > 1 (here both are >= 1), from one call over
-        the 2 × k parameters. The call is `chisquare(2α)`, numpy's 2·`standard_gamma(α)` (the
-        same draws doubled: the ratio is unchanged), whose check of its parameter array costs
-        less than `standard_gamma`'s; `rng.beta` with parameter arrays costs a third more: it
-        checks and broadcasts both arrays on every call."""
-        rng, w = self._rng, self._w
-        x, y = rng.chisquare(self.dof)
-        y += x
-        if w == 0.0:
-            np.divide(x, y, out=self.draws[row])
+        the 2 × rows × k parameters. The call is `chisquare(2α)`, numpy's 2·`standard_gamma(α)`
+        (the same draws doubled: the ratio is unchanged), whose check of its parameter array
+        costs less than `standard_gamma`'s; `rng.beta` with parameter arrays costs a third more:
+        it checks and broadcasts both arrays on every call."""
+        rows, arms = self.draws.shape
+        played = rows - self.free
+        if not played:
             return
-        quality = self.draws[row]  # drawn in place: one array fewer
+        rng, w = self._rng, self._w
+        x, y = rng.chisquare(self.dof[:, None, :], size=(2, played, arms))
+        y += x
+        self.free = rows
+        if w == 0.0:
+            np.divide(x, y, out=self.draws[rows - played :])
+            return
+        quality = self.draws[rows - played :]  # drawn in place: one array fewer
         rng.standard_normal(out=quality)
         quality *= self.sd
         quality += self.mean
@@ -137,38 +150,39 @@ class PosteriorDraws:
 
     def learn(self, arm: int, evidence: Sequence[float]) -> None:
         """`arm`'s evidence (n, successes, quality sum, quality² sum) is now `evidence`: new
-        parameters, its column redrawn."""
-        alpha, beta, mean, sd = _scalar_parameters(*evidence)
-        rng, shape, w = self._rng, self.draws.shape[:1], self._w
+        parameters, its column redrawn in the unplayed rows, and the played rows redrawn."""
+        self._redraw_column(arm, self.free, *_scalar_parameters(*evidence))
+        self.refill()
+
+    def _redraw_column(
+        self, arm: int, rows: int, alpha: float, beta: float, mean: float, sd: float
+    ) -> None:
+        """Set `arm`'s parameters and redraw its column in the first `rows` rows."""
+        rng, w = self._rng, self._w
         mean, sd = w * mean, w * sd
         self.dof[0, arm], self.dof[1, arm] = 2.0 * alpha, 2.0 * beta
         self.mean[arm], self.sd[arm] = mean, sd
-        success = rng.beta(alpha, beta, size=shape)  # scalar parameters: no per-element checks
+        if not rows:
+            return
+        success = rng.beta(alpha, beta, size=rows)  # scalar parameters: no per-element checks
         if w == 0.0:
-            self.draws[:, arm] = success
+            self.draws[:rows, arm] = success
         else:
-            # w·quality = mean + sd·z drawn as one normal: what _sample computes, in passes fewer
+            # w·quality = mean + sd·z drawn as one normal: what `refill` computes, in passes fewer
             success *= 1.0 - w
-            success += rng.normal(mean, sd, size=shape)
-            self.draws[:, arm] = success
+            success += rng.normal(mean, sd, size=rows)
+            self.draws[:rows, arm] = success
 
-    def add_arm(self, evidence: FloatArray) -> None:
+    def add_arm(self, evidence: Sequence[float]) -> None:
         """A new last arm with `evidence` (4 values) and its column of fresh draws."""
-        alpha, beta, mean, sd = _parameters(evidence[None])
-        self._set_parameters(
-            np.append(self.dof, 2.0 * np.stack([alpha, beta]), axis=1),
-            np.append(self.mean, self._w * mean),
-            np.append(self.sd, self._w * sd),
-        )
-        fresh = self._sample(self.draws.shape[:1], -1)
-        self.draws = np.concatenate([self.draws, fresh[:, None]], axis=1)
+        self.dof = np.append(self.dof, np.zeros((2, 1)), axis=1)
+        self.mean, self.sd = np.append(self.mean, 0.0), np.append(self.sd, 0.0)
+        self.draws = np.append(self.draws, np.zeros((self.draws.shape[0], 1)), axis=1)
+        self._redraw_column(-1, self.free, *_scalar_parameters(*evidence))
 
     def remove_arm(self, arm: int) -> None:
-        self._set_parameters(
-            np.delete(self.dof, arm, axis=1),
-            np.delete(self.mean, arm),
-            np.delete(self.sd, arm),
-        )
+        self.dof = np.delete(self.dof, arm, axis=1)
+        self.mean, self.sd = np.delete(self.mean, arm), np.delete(self.sd, arm)
         self.draws = np.delete(self.draws, arm, axis=1)
 
 

@@ -72,7 +72,7 @@ class Choice:
         self.position = position  # the chosen candidate
         self.scores = scores  # logged as each candidate's final score
         self.performance = performance  # each candidate's performance score; None: posterior mean
-        self.draw_row = draw_row  # the cached posterior draw played, to be drawn afresh
+        self.draw_row = draw_row  # the cached posterior draw played, set aside until redrawn
         self._belief = belief
         self._columns = columns
         self._drawn = drawn
@@ -126,7 +126,7 @@ def choose(name: str, strategy: Strategy, candidates: Candidates) -> Choice:
     if isinstance(verdict, Draws):
         samples, columns, rest = verdict.samples, verdict.columns, verdict.rest
         row = uniform_index(rng, samples.shape[0]) if rest is None else 0
-        played = samples[row]  # the decision's own: a cached row is drawn afresh after it
+        played = samples[row]  # the decision's own copy
         if columns is not None:
             played = played.take(columns)
         return Choice(

@@ -151,9 +151,10 @@ class Candidates:
         return self._mean
 
     def posterior_draws(self) -> FloatArray:
-        """D × k posterior reward draws (D = `propensity_draws`), cached per task type by the
-        router: a candidate's column is redrawn when it learns, and the row a `Draws(...,
-        cached=True)` verdict played is redrawn after the decision. A copy of the candidates'
+        """The task type's posterior reward draws not played yet, at most D × k (D =
+        `propensity_draws`), cached by the router: the row a `Draws(..., cached=True)` verdict
+        plays is set aside until the type next learns, when the rows set aside and the learning
+        candidate's column are redrawn (`bandits.PosteriorDraws`). A copy of the candidates'
         columns, the decision's own: the selection probabilities are computed from it when
         they are first read (`choice.py`)."""
         draws = self._arms.draws_at(self.column)
@@ -223,8 +224,8 @@ class Distribution:
 class Draws:
     """The router plays the argmax of one uniformly chosen row of `samples` (D × k).
 
-    `cached`: the samples are `Candidates.posterior_draws()`, and the row played is to be drawn
-    afresh after the decision, so that stale draws cannot shut a candidate out for long.
+    `cached`: the samples are `Candidates.posterior_draws()` (or `every_arm_draws()`), and the
+    row played is set aside, not to be played again until it is drawn afresh.
     `columns`: `samples` has a column per arm (`Candidates.every_arm_draws()`) and the candidates'
     are these; None: `samples` is D × k.
     `rest`: `samples` is one fresh row (1 × k), the row played, and `rest` (a `Belief`) the other

@@ -1,0 +1,92 @@
+"""Thompson's cached draws: a decision plays a row not played yet and sets it aside; learning
+redraws the rows set aside, and a decision that finds none left redraws them itself
+(`bandits.PosteriorDraws`). The propensity logged is the share of the unplayed rows each
+candidate wins: checked here by exact enumeration of the rows a run of decisions plays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from routing_helpers import agents, request, settings
+
+from agent_agency.arbiter.router import Router
+from agent_agency.records import RoutingDecision
+
+DRAWS = 8
+
+
+def _router(seed: int = 11) -> Router:
+    return Router(agents("a", "b", "c"), settings=settings(seed=seed, propensity_draws=DRAWS))
+
+
+def _played(decision: RoutingDecision) -> tuple[float, ...]:
+    """The row a Thompson decision played: each candidate's final score."""
+    return tuple(c.final_score for c in decision.candidates)
+
+
+def _decide(router: Router, count: int, start: int = 0) -> list[RoutingDecision]:
+    return [router.decide(request(task_id=str(start + i))) for i in range(count)]
+
+
+def _check_enumeration(run: list[RoutingDecision]) -> None:
+    """`run`: DRAWS decisions from a full cache with no outcome between them, so they play
+    every row once. Each agent then wins, before decision i, the rows it wins in all minus
+    those it was chosen in so far, of DRAWS - i rows left: its propensity exactly."""
+    keys = [c.agent for c in run[0].candidates]
+    wins = {key: sum(d.selected_agent == key for d in run) for key in keys}
+    for i, decision in enumerate(run):
+        left = DRAWS - i
+        chosen_before = {key: sum(d.selected_agent == key for d in run[:i]) for key in keys}
+        logged = {c.agent: c.propensity for c in decision.candidates}
+        assert logged == {
+            key: pytest.approx((wins[key] - chosen_before[key]) / left) for key in keys
+        }
+        assert decision.confidence == decision.propensity
+
+
+def test_decisions_without_outcomes_play_each_row_once_with_exact_propensities() -> None:
+    for seed in range(5):
+        run = _decide(_router(seed), DRAWS)
+        assert len({_played(d) for d in run}) == DRAWS, "a row set aside was played again"
+        _check_enumeration(run)
+
+
+def test_a_decision_that_finds_every_row_played_redraws_them() -> None:
+    router = _router()
+    first = _decide(router, DRAWS)
+    second = _decide(router, DRAWS, start=DRAWS)
+    assert not {_played(d) for d in first} & {_played(d) for d in second}
+    _check_enumeration(second)
+
+
+def test_an_outcome_redraws_the_rows_played() -> None:
+    """After 3 decisions, one outcome: the next decisions choose among all DRAWS rows again,
+    none of them one played before."""
+    router = _router()
+    before = _decide(router, 3)
+    router.update(before[0], success=True, quality=0.8)
+    after = _decide(router, DRAWS, start=3)
+    _check_enumeration(after)
+    assert not {_played(d) for d in before} & {_played(d) for d in after}
+
+
+def test_the_propensity_is_the_frequency_of_the_choice_given_the_unplayed_rows() -> None:
+    """With the posterior fixed (no outcome) and 3 of the DRAWS rows played, the fourth
+    decision's logged propensities equal how often each agent is chosen across seeds of the
+    row draw alone: the same cache, decided from with other generator streams."""
+    router = _router()
+    _decide(router, 3)
+    arms = router._arms
+    cached = arms._draws[arms.column("code")]
+    draws, free = cached.draws.copy(), cached.free
+    logged = {c.agent: c.propensity for c in _decide(router, 1, start=3)[0].candidates}
+    assert len(set(logged.values())) > 1, "a test of one certain choice would prove little"
+    counts = dict.fromkeys(logged, 0)
+    trials = 4000
+    for seed in range(trials):
+        cached.draws[:], cached.free = draws, free
+        router._rng = np.random.default_rng(seed)
+        counts[router.decide(request(task_id="x")).selected_agent] += 1
+    assert free == DRAWS - 3
+    for key, propensity in logged.items():
+        assert counts[key] / trials == pytest.approx(propensity, abs=0.03)
