@@ -28,14 +28,15 @@ def _decide(router: Router, count: int, start: int = 0) -> list[RoutingDecision]
     return [router.decide(request(task_id=str(start + i))) for i in range(count)]
 
 
-def _check_enumeration(run: list[RoutingDecision]) -> None:
-    """`run`: DRAWS decisions from a full cache with no outcome between them, so they play
-    every row once. Each agent then wins, before decision i, the rows it wins in all minus
-    those it was chosen in so far, of DRAWS - i rows left: its propensity exactly."""
+def _check_enumeration(run: list[RoutingDecision], rows: int = DRAWS) -> None:
+    """`run`: `rows` decisions from a cache with `rows` rows not played and no outcome between
+    them, so they play each of those rows once. Each agent then wins, before decision i, the
+    rows it wins in all minus those it was chosen in so far, of `rows` - i rows left: its
+    propensity exactly."""
     keys = [c.agent for c in run[0].candidates]
     wins = {key: sum(d.selected_agent == key for d in run) for key in keys}
     for i, decision in enumerate(run):
-        left = DRAWS - i
+        left = rows - i
         chosen_before = {key: sum(d.selected_agent == key for d in run[:i]) for key in keys}
         logged = {c.agent: c.propensity for c in decision.candidates}
         assert logged == {
@@ -90,3 +91,40 @@ def test_the_propensity_is_the_frequency_of_the_choice_given_the_unplayed_rows()
     assert free == DRAWS - 3
     for key, propensity in logged.items():
         assert counts[key] / trials == pytest.approx(propensity, abs=0.03)
+
+
+def test_agents_added_or_removed_leave_the_rows_played_aside() -> None:
+    """Three rows played, then an agent comes (its column drawn in the unplayed rows) or goes:
+    the next five decisions play the five rows left, none played before."""
+    for change in ("add", "remove"):
+        router = _router()
+        before = _decide(router, 3)
+        if change == "add":
+            router.add_agent(agents("d")[0])
+        else:
+            router.remove_agent("c@1")
+        after = _decide(router, DRAWS - 3, start=3)
+        _check_enumeration(after, DRAWS - 3)
+        kept = ["a@1", "b@1"]
+        played = [
+            tuple(c.final_score for c in d.candidates if c.agent in kept) for d in before + after
+        ]
+        assert len(set(played)) == DRAWS, change
+
+
+def test_probabilities_and_unmatched_replays_play_no_row() -> None:
+    """`probabilities` and a replay whose draw is not the logged agent are no decisions: they
+    set no row aside, so the decisions after them still play each row once."""
+    router = _router()
+    asked, candidates = request(task_id="r"), ["a@1", "b@1", "c@1"]
+    first = router.probabilities(asked, candidates)
+    assert router.probabilities(asked, candidates).tolist() == first.tolist()
+    unmatched = 0
+    for _ in range(20):
+        probabilities, matched = router.replay(
+            asked, candidates, None, None, logged="none", success=True, quality=1.0
+        )
+        assert not matched
+        unmatched += probabilities.tolist() == first.tolist()
+    assert unmatched == 20
+    _check_enumeration(_decide(router, DRAWS))
