@@ -128,3 +128,20 @@ def test_probabilities_and_unmatched_replays_play_no_row() -> None:
         unmatched += probabilities.tolist() == first.tolist()
     assert unmatched == 20
     _check_enumeration(_decide(router, DRAWS))
+
+
+def test_decisions_repeat_for_a_seed() -> None:
+    """Decisions with and without outcomes between them, and one that redraws every row, are
+    the same for the same seed."""
+
+    def run() -> list[tuple[str, float, tuple[float, ...]]]:
+        router = _router(seed=21)
+        made = []
+        for i in range(3 * DRAWS):
+            decision = router.decide(request(task_id=str(i)))
+            if i % 3 == 0:
+                router.update(decision, success=i % 2 == 0, quality=0.5)
+            made.append((decision.selected_agent, decision.propensity, _played(decision)))
+        return made
+
+    assert run() == run()
