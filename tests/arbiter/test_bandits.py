@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from agent_agency.arbiter.bandits import (
+    REFILL_PER_OUTCOME,
     UNTRIED_SCORE,
     LinearModels,
     PosteriorDraws,
@@ -61,7 +62,7 @@ def test_posterior_draws_follow_what_each_arm_learns() -> None:
     assert cached.draws[:, 2].mean() == pytest.approx(expected, abs=0.003)
     assert cached.draws[:, 0].mean() == pytest.approx(0.5, abs=0.02)
     cached.consume(7)
-    cached.refill()
+    cached.refill(1)
     assert cached.draws[3999, 2] == pytest.approx(expected, abs=0.03)
     before = cached.draws[:, 0].copy()
     cached.add_arm(learned)
@@ -136,7 +137,7 @@ def test_a_redrawn_row_is_an_exact_beta_draw_of_every_arm() -> None:
     redrawn = np.empty((samples, 3))
     for i in range(samples):
         cached.consume(5)  # the last row takes its place and is redrawn
-        cached.refill()
+        cached.refill(1)
         redrawn[i] = cached.draws[7]
     reference = np.random.default_rng(4)
     critical = 1.95 * np.sqrt(2 / samples)
@@ -158,7 +159,7 @@ def test_a_redrawn_row_mixes_success_and_quality_draws() -> None:
     redrawn = np.empty(samples)
     for i in range(samples):
         cached.consume(1)
-        cached.refill()
+        cached.refill(1)
         redrawn[i] = cached.draws[3, 0]
     a, b = 31.0, 11.0
     quality_mean, quality_sd = quality_posterior(evidence[0])
@@ -172,42 +173,57 @@ def test_rows_refilled_together_are_exact_beta_draws() -> None:
     """Several played rows are redrawn in one call: each is a Beta(α, β) draw of every arm
     (a fresh cache is every row refilled at once)."""
     evidence = np.array([[10.0, 7.0, 0.0, 0.0], [1000.0, 900.0, 0.0, 0.0]])
-    cached = PosteriorDraws(np.random.default_rng(8), evidence, 0.0, 4000)
+    cached = PosteriorDraws(np.random.default_rng(8), evidence, 0.0, 6000)
     for row in range(3000):
         cached.consume(row)
-    assert cached.free == 1000
-    cached.refill()
+    assert cached.free == cached.floor == 3000
+    cached.refill(3000)
     reference = np.random.default_rng(9)
     critical = 1.95 * np.sqrt(2 / 3000)
     for arm, (a, b) in enumerate([(8.0, 4.0), (901.0, 101.0)]):
-        redrawn = cached.draws[1000:, arm]
+        redrawn = cached.draws[3000:, arm]
         assert _ks_statistic(redrawn, reference.beta(a, b, size=3000)) < critical
 
 
 def test_a_played_row_is_set_aside_until_it_is_redrawn() -> None:
     """`consume` takes a row out of `unplayed` (the last unplayed row takes its place); `learn`
-    redraws the played rows of every arm and the learning arm's column in the others, and
-    leaves the other arms' unplayed draws alone; `unplayed` redraws every row when none is
-    left."""
-    cached = PosteriorDraws(np.random.default_rng(10), np.zeros((3, 4)), 0.5, 6)
+    redraws the learning arm's column in the unplayed rows, leaves the other arms' unplayed
+    draws alone, and redraws at most REFILL_PER_OUTCOME played rows, every arm."""
+    cached = PosteriorDraws(np.random.default_rng(10), np.zeros((3, 4)), 0.5, 8)
     start = cached.draws.copy()
-    cached.consume(1)
-    cached.consume(4)
+    for row in (1, 4, 0):
+        cached.consume(row)
     unplayed = cached.unplayed()
-    assert unplayed.shape == (4, 3)
-    assert sorted(map(tuple, unplayed.tolist())) == sorted(map(tuple, start[[0, 2, 3, 5]].tolist()))
+    assert unplayed.shape == (5, 3)
+    assert _rows(unplayed) == _rows(start[[2, 3, 5, 6, 7]])
     kept = unplayed.copy()
     cached.learn(2, [10.0, 9.0, 8.0, 7.0])
-    assert cached.free == 6
-    assert cached.draws[:4, :2].tolist() == kept[:, :2].tolist()
-    assert (cached.draws[:4, 2] != kept[:, 2]).all()
-    assert not np.isin(cached.draws[4:], start).any()
-    for _ in range(6):
+    assert cached.free == 5 + REFILL_PER_OUTCOME == 7
+    assert cached.draws[:5, :2].tolist() == kept[:, :2].tolist()
+    assert (cached.draws[:5, 2] != kept[:, 2]).all()
+    assert not np.isin(cached.draws[5:7], start).any()
+    cached.learn(0, [1.0, 1.0, 1.0, 1.0])
+    assert cached.free == 8
+
+
+def test_a_decision_at_the_floor_redraws_the_row_it_played() -> None:
+    """Decisions running ahead of outcomes leave at least D/2 rows unplayed: once a decision
+    would leave fewer, it redraws the row it played, every arm, and nothing else."""
+    cached = PosteriorDraws(np.random.default_rng(12), np.zeros((3, 4)), 0.5, 8)
+    for _ in range(4):
         cached.consume(0)
-    assert cached.free == 0
-    before = cached.draws.copy()
-    assert cached.unplayed().shape == (6, 3)
-    assert not np.isin(cached.draws, before).any()
+    assert cached.free == cached.floor == 4
+    for row in (0, 3, 3, 1):
+        before = cached.draws.copy()
+        cached.consume(row)
+        assert cached.free == 4
+        others = [r for r in range(8) if r != row]
+        assert cached.draws[others].tolist() == before[others].tolist()
+        assert not np.isin(cached.draws[row], before).any()
+
+
+def _rows(array: np.ndarray) -> set[tuple[float, ...]]:
+    return set(map(tuple, array.tolist()))
 
 
 def test_redrawn_rows_repeat_for_a_seed() -> None:
@@ -216,7 +232,7 @@ def test_redrawn_rows_repeat_for_a_seed() -> None:
     for _ in range(2):
         cached = PosteriorDraws(np.random.default_rng(6), evidence, 0.5, 4)
         cached.consume(2)
-        cached.refill()
+        cached.refill(1)
         rows.append(cached.draws.tolist())
     assert rows[0] == rows[1]
 

@@ -1,7 +1,8 @@
-"""Thompson's cached draws: a decision plays a row not played yet and sets it aside; learning
-redraws the rows set aside, and a decision that finds none left redraws them itself
-(`bandits.PosteriorDraws`). The propensity logged is the share of the unplayed rows each
-candidate wins: checked here by exact enumeration of the rows a run of decisions plays."""
+"""Thompson's cached draws: a decision plays a row not played yet and sets it aside; each outcome
+redraws up to `REFILL_PER_OUTCOME` rows set aside; a decision that would leave fewer than half
+the rows unplayed redraws the row it played instead (`bandits.PosteriorDraws`). The propensity
+logged is the share of the unplayed rows each candidate wins: checked here against the rows the
+cache held before each decision."""
 
 from __future__ import annotations
 
@@ -9,14 +10,22 @@ import numpy as np
 import pytest
 from routing_helpers import agents, request, settings
 
+from agent_agency.arbiter.bandits import REFILL_PER_OUTCOME, PosteriorDraws
 from agent_agency.arbiter.router import Router
 from agent_agency.records import RoutingDecision
 
 DRAWS = 8
 
 
-def _router(seed: int = 11) -> Router:
-    return Router(agents("a", "b", "c"), settings=settings(seed=seed, propensity_draws=DRAWS))
+def _router(seed: int = 11, draws: int = DRAWS) -> Router:
+    return Router(agents("a", "b", "c"), settings=settings(seed=seed, propensity_draws=draws))
+
+
+def _cache(router: Router) -> PosteriorDraws:
+    arms = router._arms
+    column = arms.column("code")
+    arms.draws_at(column)  # what the first decision would build, from the same stream
+    return arms._draws[column]
 
 
 def _played(decision: RoutingDecision) -> tuple[float, ...]:
@@ -24,50 +33,63 @@ def _played(decision: RoutingDecision) -> tuple[float, ...]:
     return tuple(c.final_score for c in decision.candidates)
 
 
+def _rows(array: np.ndarray) -> set[tuple[float, ...]]:
+    return set(map(tuple, array.tolist()))
+
+
 def _decide(router: Router, count: int, start: int = 0) -> list[RoutingDecision]:
-    return [router.decide(request(task_id=str(start + i))) for i in range(count)]
-
-
-def _check_enumeration(run: list[RoutingDecision], rows: int = DRAWS) -> None:
-    """`run`: `rows` decisions from a cache with `rows` rows not played and no outcome between
-    them, so they play each of those rows once. Each agent then wins, before decision i, the
-    rows it wins in all minus those it was chosen in so far, of `rows` - i rows left: its
-    propensity exactly."""
-    keys = [c.agent for c in run[0].candidates]
-    wins = {key: sum(d.selected_agent == key for d in run) for key in keys}
-    for i, decision in enumerate(run):
-        left = rows - i
-        chosen_before = {key: sum(d.selected_agent == key for d in run[:i]) for key in keys}
+    """`count` decisions, each checked against the unplayed rows before it: it played one of
+    them, and each candidate's logged propensity is the share of them it wins, exactly; then
+    the cache holds at least `floor` unplayed rows and no row was drawn but the one played."""
+    cached, made = _cache(router), []
+    for i in range(count):
+        before = cached.unplayed().copy()
+        keys = [router._arms.keys[j] for j in range(before.shape[1])]
+        wins = np.bincount(before.argmax(axis=1), minlength=len(keys)) / before.shape[0]
+        decision = router.decide(request(task_id=str(start + i)))
+        assert _played(decision) in _rows(before)
         logged = {c.agent: c.propensity for c in decision.candidates}
-        assert logged == {
-            key: pytest.approx((wins[key] - chosen_before[key]) / left) for key in keys
-        }
+        assert logged == {key: pytest.approx(share) for key, share in zip(keys, wins, strict=True)}
         assert decision.confidence == decision.propensity
+        assert cached.free >= cached.floor
+        assert len(_rows(cached.unplayed()) - _rows(before)) <= 1, "more than one row drawn"
+        made.append(decision)
+    return made
 
 
-def test_decisions_without_outcomes_play_each_row_once_with_exact_propensities() -> None:
+def test_decisions_without_outcomes_play_a_row_once_until_half_are_played() -> None:
+    """The first D/2 decisions set their rows aside; from then on each redraws the row it
+    played, so D/2 rows stay unplayed, and no row is ever played twice."""
     for seed in range(5):
-        run = _decide(_router(seed), DRAWS)
-        assert len({_played(d) for d in run}) == DRAWS, "a row set aside was played again"
-        _check_enumeration(run)
+        router = _router(seed)
+        run = _decide(router, 3 * DRAWS)
+        assert len({_played(d) for d in run}) == 3 * DRAWS, "a row was played twice"
+        assert _cache(router).free == DRAWS // 2
 
 
-def test_a_decision_that_finds_every_row_played_redraws_them() -> None:
-    router = _router()
-    first = _decide(router, DRAWS)
-    second = _decide(router, DRAWS, start=DRAWS)
-    assert not {_played(d) for d in first} & {_played(d) for d in second}
-    _check_enumeration(second)
+def test_a_burst_of_decisions_draws_at_most_one_row_each_and_outcomes_a_bounded_backlog() -> None:
+    """1,000 decisions without an outcome at the default D = 64: each draws at most the row it
+    played and none leaves fewer than 32 unplayed rows; the outcomes after them redraw at most
+    REFILL_PER_OUTCOME rows set aside each, until none is left."""
+    router = Router(agents("a", "b", "c"), settings=settings(seed=3))
+    burst = _decide(router, 1000)
+    cached = _cache(router)
+    assert (cached.free, cached.floor) == (32, 32)
+    for decision in burst[:20]:
+        free = cached.free
+        router.update(decision, success=True, quality=0.9)
+        assert cached.free == min(free + REFILL_PER_OUTCOME, 64)
+    assert cached.free == 64
 
 
 def test_an_outcome_redraws_the_rows_played() -> None:
-    """After 3 decisions, one outcome: the next decisions choose among all DRAWS rows again,
-    none of them one played before."""
+    """After 2 decisions, one outcome: both rows set aside are drawn afresh and unplayed again,
+    and no later decision plays a row played before."""
     router = _router()
-    before = _decide(router, 3)
+    before = _decide(router, 2)
     router.update(before[0], success=True, quality=0.8)
-    after = _decide(router, DRAWS, start=3)
-    _check_enumeration(after)
+    assert _cache(router).free == DRAWS
+    after = _decide(router, DRAWS, start=2)
     assert not {_played(d) for d in before} & {_played(d) for d in after}
 
 
@@ -77,8 +99,7 @@ def test_the_propensity_is_the_frequency_of_the_choice_given_the_unplayed_rows()
     row draw alone: the same cache, decided from with other generator streams."""
     router = _router()
     _decide(router, 3)
-    arms = router._arms
-    cached = arms._draws[arms.column("code")]
+    cached = _cache(router)
     draws, free = cached.draws.copy(), cached.free
     logged = {c.agent: c.propensity for c in _decide(router, 1, start=3)[0].candidates}
     assert len(set(logged.values())) > 1, "a test of one certain choice would prove little"
@@ -95,7 +116,7 @@ def test_the_propensity_is_the_frequency_of_the_choice_given_the_unplayed_rows()
 
 def test_agents_added_or_removed_leave_the_rows_played_aside() -> None:
     """Three rows played, then an agent comes (its column drawn in the unplayed rows) or goes:
-    the next five decisions play the five rows left, none played before."""
+    the next decisions play none of the rows played before."""
     for change in ("add", "remove"):
         router = _router()
         before = _decide(router, 3)
@@ -103,18 +124,18 @@ def test_agents_added_or_removed_leave_the_rows_played_aside() -> None:
             router.add_agent(agents("d")[0])
         else:
             router.remove_agent("c@1")
-        after = _decide(router, DRAWS - 3, start=3)
-        _check_enumeration(after, DRAWS - 3)
+        assert _cache(router).free == DRAWS - 3
+        after = _decide(router, DRAWS, start=3)
         kept = ["a@1", "b@1"]
         played = [
             tuple(c.final_score for c in d.candidates if c.agent in kept) for d in before + after
         ]
-        assert len(set(played)) == DRAWS, change
+        assert len(set(played)) == DRAWS + 3, change
 
 
 def test_probabilities_and_unmatched_replays_play_no_row() -> None:
     """`probabilities` and a replay whose draw is not the logged agent are no decisions: they
-    set no row aside, so the decisions after them still play each row once."""
+    set no row aside."""
     router = _router()
     asked, candidates = request(task_id="r"), ["a@1", "b@1", "c@1"]
     first = router.probabilities(asked, candidates)
@@ -127,19 +148,19 @@ def test_probabilities_and_unmatched_replays_play_no_row() -> None:
         assert not matched
         unmatched += probabilities.tolist() == first.tolist()
     assert unmatched == 20
-    _check_enumeration(_decide(router, DRAWS))
+    assert _cache(router).free == DRAWS
 
 
 def test_decisions_repeat_for_a_seed() -> None:
-    """Decisions with and without outcomes between them, and one that redraws every row, are
-    the same for the same seed."""
+    """Decisions with and without outcomes between them, past the floor and back, are the same
+    for the same seed."""
 
     def run() -> list[tuple[str, float, tuple[float, ...]]]:
         router = _router(seed=21)
         made = []
-        for i in range(3 * DRAWS):
+        for i in range(4 * DRAWS):
             decision = router.decide(request(task_id=str(i)))
-            if i < DRAWS and i % 3 == 0:  # then none: decisions redraw every row
+            if i < DRAWS and i % 3 == 0 or i >= 3 * DRAWS:  # between: decisions only
                 router.update(decision, success=i % 2 == 0, quality=0.5)
             made.append((decision.selected_agent, decision.propensity, _played(decision)))
         return made

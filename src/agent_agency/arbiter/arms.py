@@ -107,8 +107,8 @@ class ArmTable:
         self._unfolded: list[tuple[int, str, Complexity, int, dict[str, float], float]] = []
         self._capability_cache: dict[tuple[str, ...], Coverage] = {}
         # Per task type, `propensity_draws` posterior reward draws of every arm; a decision plays
-        # a row not played yet and sets it aside, and learning redraws the rows set aside and
-        # the learning arm's column (bandits.py).
+        # a row not played yet and sets it aside, and learning redraws up to two rows set aside
+        # and the learning arm's column (bandits.py).
         self._draws: dict[int, PosteriorDraws] = {}
         # (agent, type) → (n, reward sum) that warm_start put into the contextual models, so a
         # second warm start replaces that contribution instead of adding it again.
@@ -239,7 +239,8 @@ class ArmTable:
 
     def advance(self, column: int, draw_row: int | None) -> None:
         """What a decision changes: one more decision of the type (ε decays with the count), and
-        the cached draw it played, if any, set aside until the type next learns (`observe`)."""
+        the cached draw it played, if any, set aside until an outcome of the type redraws it
+        (`observe`), or redrawn now when half the draws are set aside."""
         self.decisions[column] += 1
         if draw_row is not None:
             self._draws[column].consume(draw_row)

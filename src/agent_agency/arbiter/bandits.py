@@ -8,14 +8,15 @@ probability with which each candidate is selected, so every strategy logs a prop
   type and plays the argmax of one draw picked uniformly, so the propensity it logs — the share
   of draws an arm wins — is exactly the probability with which that arm was played, given the
   draws; the played arm's propensity is >= 1/draws. A row once played is set aside and not
-  played again until it is redrawn: the router redraws a task type's played rows, every arm from
-  its current posterior, when one of its arms next learns (in the normal flow each decision's
-  outcome), and an arm's column in the rest when it learns, so every row is a draw from the
-  posteriors of now and stale draws never shut an arm out. A decision picks uniformly among the
-  rows not yet played, so the propensity it logs is the share of those rows an arm wins; a
-  decision that finds every row played (decisions outpacing outcomes) redraws them first. A
-  decision costs an argmax over the cached draws; the redraw, one draw per arm per decision, is
-  paid by the update.
+  played again until it is redrawn, every arm from its posterior now: each time an arm of the
+  task type learns, up to two rows set aside are redrawn (in the normal flow, one outcome per
+  decision, the one row its decision played) and the learning arm's column in the unplayed rows,
+  so every row is a draw from the posteriors of now and stale draws never shut an arm out. A
+  decision picks uniformly among the rows not yet played, so the propensity it logs is the share
+  of those rows an arm wins. When decisions run ahead of outcomes, a decision that would leave
+  fewer than half the rows unplayed redraws the row it played instead of setting it aside: past
+  the type's first decision, which draws every row, no call draws more than two. A decision costs an argmax over the cached draws; the redraw,
+  one draw per arm per decision, is paid by the update.
 - UCB1, capability, load balance, fallback: deterministic argmax; ties are broken uniformly, so the
   propensity is exactly 1/ties for each tied best arm and 0 for the rest.
 - ε-greedy: exact, (1 - ε)/ties for the greedy arms plus ε/k for every arm.
@@ -80,17 +81,25 @@ def observed_mean_reward(evidence: FloatArray, quality_weight: float) -> FloatAr
     return (1.0 - quality_weight) * success_rate + quality_weight * quality_mean
 
 
+REFILL_PER_OUTCOME = 2
+"""Rows set aside that an outcome redraws at most: one per decision in the balanced flow, and
+after decisions ran ahead of outcomes, the backlog in steps of bounded cost."""
+
+
 class PosteriorDraws:
     """A task type's cached posterior reward draws (D × k) with each arm's posterior parameters.
 
     The parameters (Beta's α and β for success, the mean and sd of w·quality) are those of the
     arms' evidence now: `learn` replaces an arm's as it learns, so a fresh draw costs the
     sampling alone. Rows [0, `free`) have not been played; a decision plays one of them
-    (`unplayed`) and sets it aside (`consume`), and the rows set aside are redrawn, all in one
-    call, when an arm next learns (`learn`), or by the decision that finds none left.
+    (`unplayed`) and sets it aside (`consume`), and each time an arm learns, up to
+    `REFILL_PER_OUTCOME` rows set aside are redrawn in one call (`learn`). When decisions run
+    ahead of outcomes, `free` stops at `floor` (D/2): a decision that would leave fewer
+    unplayed rows redraws the row it played instead of setting it aside, so neither side ever
+    draws more than `REFILL_PER_OUTCOME` rows.
     """
 
-    __slots__ = ("_rng", "_w", "dof", "draws", "free", "mean", "sd")
+    __slots__ = ("_rng", "_w", "dof", "draws", "floor", "free", "mean", "sd")
 
     def __init__(
         self, rng: np.random.Generator, evidence: FloatArray, quality_weight: float, draws: int
@@ -102,26 +111,38 @@ class PosteriorDraws:
         self.dof = 2.0 * np.stack([alpha, beta])  # 2 × k: each arm's Beta 2α and 2β
         self.mean, self.sd = w * mean, w * sd  # of w·quality
         self.draws = np.empty((draws, evidence.shape[0]))
-        self.free = 0  # every row is to be drawn
-        self.refill()
+        self.floor = max(draws // 2, 1)
+        self.free = draws
+        self._draw_rows(0, draws)
 
     def unplayed(self) -> FloatArray:
-        """The rows not played yet (a view); when every row has been played, all are redrawn
-        first."""
-        if not self.free:
-            self.refill()
+        """The rows not played yet (a view): at least `floor` of them."""
         return self.draws[: self.free]
 
     def consume(self, row: int) -> None:
         """Row `row` of `unplayed()` was played: the last unplayed row takes its place, and it
-        waits among the played rows to be redrawn."""
+        waits among the played rows to be redrawn; or, if that would leave fewer than `floor`
+        rows unplayed, it is redrawn now."""
         last = self.free - 1
+        if last < self.floor:
+            self._draw_rows(row, row + 1)
+            return
         if row != last:
             self.draws[row] = self.draws[last]
         self.free = last
 
-    def refill(self) -> None:
-        """Redraw every played row from the arms' posteriors now, in one call per distribution.
+    def refill(self, most: int) -> None:
+        """Redraw up to `most` of the rows set aside, which become unplayed again. Which ones
+        does not matter: a row set aside is never read again."""
+        free = self.free
+        rows = min(self.draws.shape[0] - free, most)
+        if rows:
+            self._draw_rows(free, free + rows)
+            self.free = free + rows
+
+    def _draw_rows(self, start: int, stop: int) -> None:
+        """Draw rows [start, stop) afresh, every arm from its posterior now, in one call per
+        distribution.
 
         Success is drawn as X / (X + Y) with X ~ Gamma(α), Y ~ Gamma(β): an exact Beta(α, β)
         draw, numpy's own construction when α or β > 1 (here both are >= 1), from one call over
@@ -129,18 +150,13 @@ class PosteriorDraws:
         (the same draws doubled: the ratio is unchanged), whose check of its parameter array
         costs less than `standard_gamma`'s; `rng.beta` with parameter arrays costs a third more:
         it checks and broadcasts both arrays on every call."""
-        rows, arms = self.draws.shape
-        played = rows - self.free
-        if not played:
-            return
         rng, w = self._rng, self._w
-        x, y = rng.chisquare(self.dof[:, None, :], size=(2, played, arms))
+        x, y = rng.chisquare(self.dof[:, None, :], size=(2, stop - start, self.dof.shape[1]))
         y += x
-        self.free = rows
         if w == 0.0:
-            np.divide(x, y, out=self.draws[rows - played :])
+            np.divide(x, y, out=self.draws[start:stop])
             return
-        quality = self.draws[rows - played :]  # drawn in place: one array fewer
+        quality = self.draws[start:stop]  # drawn in place: one array fewer
         rng.standard_normal(out=quality)
         quality *= self.sd
         quality += self.mean
@@ -150,27 +166,29 @@ class PosteriorDraws:
 
     def learn(self, arm: int, evidence: Sequence[float]) -> None:
         """`arm`'s evidence (n, successes, quality sum, quality² sum) is now `evidence`: new
-        parameters, its column redrawn in the unplayed rows, and the played rows redrawn."""
-        self._redraw_column(arm, self.free, *_scalar_parameters(*evidence))
-        self.refill()
+        parameters, its column redrawn in the unplayed rows, and up to `REFILL_PER_OUTCOME`
+        rows set aside redrawn. Without the column's redraw an arm's unplayed draws would lag
+        its evidence until their rows were played, which costs regret (RESULTS.md)."""
+        self._redraw_column(arm, *_scalar_parameters(*evidence))
+        self.refill(REFILL_PER_OUTCOME)
 
-    def _redraw_column(
-        self, arm: int, rows: int, alpha: float, beta: float, mean: float, sd: float
-    ) -> None:
-        """Set `arm`'s parameters and redraw its column in the first `rows` rows."""
-        rng, w = self._rng, self._w
-        mean, sd = w * mean, w * sd
+    def _set_arm(self, arm: int, alpha: float, beta: float, mean: float, sd: float) -> None:
+        w = self._w
         self.dof[0, arm], self.dof[1, arm] = 2.0 * alpha, 2.0 * beta
-        self.mean[arm], self.sd[arm] = mean, sd
-        if not rows:
-            return
+        self.mean[arm], self.sd[arm] = w * mean, w * sd
+
+    def _redraw_column(self, arm: int, alpha: float, beta: float, mean: float, sd: float) -> None:
+        """Set `arm`'s parameters and redraw its column in the unplayed rows."""
+        self._set_arm(arm, alpha, beta, mean, sd)
+        rng, w, rows = self._rng, self._w, self.free
         success = rng.beta(alpha, beta, size=rows)  # scalar parameters: no per-element checks
         if w == 0.0:
             self.draws[:rows, arm] = success
         else:
-            # w·quality = mean + sd·z drawn as one normal: what `refill` computes, in passes fewer
+            # w·quality = mean + sd·z drawn as one normal: what `_draw_rows` computes, in passes
+            # fewer
             success *= 1.0 - w
-            success += rng.normal(mean, sd, size=rows)
+            success += rng.normal(w * mean, w * sd, size=rows)
             self.draws[:rows, arm] = success
 
     def add_arm(self, evidence: Sequence[float]) -> None:
@@ -178,7 +196,7 @@ class PosteriorDraws:
         self.dof = np.append(self.dof, np.zeros((2, 1)), axis=1)
         self.mean, self.sd = np.append(self.mean, 0.0), np.append(self.sd, 0.0)
         self.draws = np.append(self.draws, np.zeros((self.draws.shape[0], 1)), axis=1)
-        self._redraw_column(-1, self.free, *_scalar_parameters(*evidence))
+        self._redraw_column(-1, *_scalar_parameters(*evidence))
 
     def remove_arm(self, arm: int) -> None:
         self.dof = np.delete(self.dof, arm, axis=1)

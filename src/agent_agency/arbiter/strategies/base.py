@@ -153,8 +153,8 @@ class Candidates:
     def posterior_draws(self) -> FloatArray:
         """The task type's posterior reward draws not played yet, at most D × k (D =
         `propensity_draws`), cached by the router: the row a `Draws(..., cached=True)` verdict
-        plays is set aside until the type next learns, when the rows set aside and the learning
-        candidate's column are redrawn (`bandits.PosteriorDraws`). A copy of the candidates'
+        plays is set aside until an outcome of the type redraws it, and a learning candidate's
+        column is redrawn (`bandits.PosteriorDraws`). A copy of the candidates'
         columns, the decision's own: the selection probabilities are computed from it when
         they are first read (`choice.py`)."""
         draws = self._arms.draws_at(self.column)
