@@ -15,8 +15,9 @@ probability with which each candidate is selected, so every strategy logs a prop
   decision picks uniformly among the rows not yet played, so the propensity it logs is the share
   of those rows an arm wins. When decisions run ahead of outcomes, a decision that would leave
   fewer than half the rows unplayed redraws the row it played instead of setting it aside: past
-  the type's first decision, which draws every row, no call draws more than two. A decision costs an argmax over the cached draws; the redraw,
-  one draw per arm per decision, is paid by the update.
+  the type's first decision, which draws every row, no call draws more than two. A decision
+  costs an argmax over the cached draws; the redraw, one draw per arm per decision, is paid by
+  the update.
 - UCB1, capability, load balance, fallback: deterministic argmax; ties are broken uniformly, so the
   propensity is exactly 1/ties for each tied best arm and 0 for the rest.
 - ε-greedy: exact, (1 - ε)/ties for the greedy arms plus ε/k for every arm.
