@@ -381,8 +381,9 @@ def test_the_router_counts_the_tasks_each_agent_runs() -> None:
 
 def test_an_agent_whose_cached_draws_all_lost_is_still_explored() -> None:
     """c's posterior (one failure) beats a's (90% over 1000 tasks) in about 1% of draws; the
-    64 cached draws of c often hold none that does. Each decision replaces the draw it played,
-    so c keeps being tried at about its Thompson probability instead of never again."""
+    64 cached draws of c often hold none that does. With no outcome, decisions set their rows
+    aside until half are, then each redraws the row it played, so c keeps being tried at about
+    its Thompson probability instead of never again."""
     plays = []
     for seed in range(10):
         router = Router(agents("a", "c"), settings=settings(seed=seed, quality_weight=0.0))
