@@ -4,11 +4,15 @@ The router is warm-started from 1M simulated outcomes folded into per-arm aggreg
 also stored in a real SQLite pool (`agent_task_aggregates`) to time the restore path a starting
 arbiter takes: `Store.task_aggregates()` + `Router.warm_start`. Every decision goes through all
 the router adds: the capability filter (random requirements: 0–1 of 6 capabilities), circuit
-breakers, random in-flight loads (agents at max concurrency are left out), the exact propensity
+breakers, in-flight loads (agents at max concurrency, 8, are left out), the exact propensity
 and the rationale (both computed when first read, from the decision's own copy of what they
 depend on: each decision's rationale is read once outside the timed call, as the tracker does
 when it stores it). Each decision is followed by an online update with a simulated outcome;
-decide() and update() are timed separately.
+decide() and update() are timed separately. Loads are the router's own counts, as the arbiter
+keeps them: each decision's task starts with it (`task_started`, timed with decide()) and ends
+400 decisions later (`task_finished`, timed with that update()), so 400 tasks run at once. The
+row "in_flight as a dict" passes random loads (0–8 per agent) as a mapping of the 100 agents to
+each decision instead.
 
 Peers, at the same scale, timed in alternating blocks with our Thompson sampling: MABWiser's
 ThompsonSampling (one model per task type, `predict` and `partial_fit`) when installed, and a
@@ -23,6 +27,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,15 +42,17 @@ from agent_agency.arbiter.router import Router
 from agent_agency.arbiter.settings import RoutingSettings
 from agent_agency.pool.schema import agent_task_aggregates
 from agent_agency.pool.store import Store
-from agent_agency.records import RoutingRequest, RoutingStrategy
+from agent_agency.records import RoutingDecision, RoutingRequest, RoutingStrategy
 
 from results import bench_main
 
 AGENTS, TYPES, OUTCOMES = 100, 8, 1_000_000
-DECISIONS, QUICK_DECISIONS, WARMUP, BLOCK = 6_000, 1_500, 300, 250
+DECISIONS, QUICK_DECISIONS, WARMUP, BLOCK = 6_000, 1_500, 500, 250
 CAPABILITIES = ["code", "math", "text", "tools", "extraction", "classification"]
 PREEMPTED_NS = 100_000  # wall-clock time beyond CPU time that marks a descheduled call
 TARGET_US = 50.0
+IN_FLIGHT = 400  # tasks running at once, over 100 agents × 8 slots (steady after 400 decisions)
+DICT_LOADS = "ours: thompson, in_flight as a dict"
 
 
 @dataclass(frozen=True)
@@ -159,6 +166,36 @@ def workload(rng: np.random.Generator, decisions: int) -> Workload:
 
 
 def ours(router: Router, work: Workload, timings: Timings, label: str) -> Callable[[int], None]:
+    """Loads as the router counts them: each decision's task runs until IN_FLIGHT more start."""
+    running: deque[str] = deque()
+
+    def decide(request: RoutingRequest) -> RoutingDecision:
+        decision = router.decide(request)
+        router.task_started(decision.selected_agent)
+        return decision
+
+    def learn(decision: RoutingDecision, success: bool) -> None:
+        if len(running) > IN_FLIGHT:
+            router.task_finished(running.popleft())
+        router.update(decision, success=success, quality=float(success))
+
+    def step(j: int) -> None:
+        keep = j >= WARMUP
+        request = work.requests[j]
+        decision = timings.timed(f"{label} decide", lambda: decide(request), keep)
+        decision.candidates  # noqa: B018  # the rationale, read as the tracker reads it
+        running.append(decision.selected_agent)
+        success = _succeeds(work, decision, j)
+        timings.timed(f"{label} update", lambda: learn(decision, success), keep)
+
+    return step
+
+
+def ours_dict_loads(
+    router: Router, work: Workload, timings: Timings, label: str
+) -> Callable[[int], None]:
+    """Loads passed to each decision as a mapping of every agent; each update follows at once."""
+
     def step(j: int) -> None:
         keep = j >= WARMUP
         request = work.requests[j]
@@ -167,8 +204,7 @@ def ours(router: Router, work: Workload, timings: Timings, label: str) -> Callab
             f"{label} decide", lambda: router.decide(request, in_flight=load), keep
         )
         decision.candidates  # noqa: B018  # the rationale, read as the tracker reads it
-        agent = int(decision.selected_agent[5:].split("@")[0])
-        success = bool(work.outcomes[j, agent] < work.rates[agent, j % TYPES])
+        success = _succeeds(work, decision, j)
         timings.timed(
             f"{label} update",
             lambda: router.update(decision, success=success, quality=float(success)),
@@ -176,6 +212,11 @@ def ours(router: Router, work: Workload, timings: Timings, label: str) -> Callab
         )
 
     return step
+
+
+def _succeeds(work: Workload, decision: RoutingDecision, j: int) -> bool:
+    agent = int(decision.selected_agent[5:].split("@")[0])
+    return bool(work.outcomes[j, agent] < work.rates[agent, j % TYPES])
 
 
 def mabwiser(work: Workload, timings: Timings, seed: int) -> Callable[[int], None] | None:
@@ -237,6 +278,9 @@ def run(quick: bool = False) -> dict[str, Any]:
     router = Router(work.agents, settings=RoutingSettings(strategy="thompson", seed=1))
     read_s, warm_s = time_pool_restore(aggregates, router)
     pipelines = {"ours: thompson": ours(router, work, timings, "ours: thompson")}
+    by_dict = Router(work.agents, settings=RoutingSettings(strategy="thompson", seed=1))
+    by_dict.warm_start(aggregates)
+    pipelines[DICT_LOADS] = ours_dict_loads(by_dict, work, timings, DICT_LOADS)
     peer = mabwiser(work, timings, seed=1)
     if peer is not None:
         pipelines["MABWiser ThompsonSampling"] = peer
@@ -247,6 +291,7 @@ def run(quick: bool = False) -> dict[str, Any]:
                 step(j)
     results: dict[str, dict[str, Any]] = {}
     labels = {"ours: thompson": "ours: thompson", "MABWiser ThompsonSampling": "MABWiser"}
+    labels[DICT_LOADS] = DICT_LOADS
     labels["plain numpy Thompson sampling"] = "numpy"
     for name in pipelines:
         label = labels[name]

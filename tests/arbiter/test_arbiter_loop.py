@@ -279,7 +279,7 @@ def test_per_agent_concurrency_limit_holds(tasks: list[Task]) -> None:
     arbiter = arbiter_for(config, tasks, backends={"solo@1": probe})
     asyncio.run(arbiter.run(tasks[:12], concurrency=6))
     assert probe.peak == 2
-    assert arbiter.in_flight["solo@1"] == 0
+    assert arbiter.router.tasks_in_flight() == {"solo@1": 0}
 
 
 def test_tasks_waiting_for_an_agents_slot_count_as_its_load(tasks: list[Task]) -> None:

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from agent_agency.arbiter.bandits import (
+    REFILL_PER_OUTCOME,
     UNTRIED_SCORE,
     LinearModels,
     PosteriorDraws,
@@ -15,6 +16,7 @@ from agent_agency.arbiter.bandits import (
     sample_index,
     tie_uniform,
     ucb1_scores,
+    uniform_index,
 )
 
 
@@ -49,9 +51,9 @@ def test_thompson_samples_concentrate_on_the_posterior_mean() -> None:
 
 
 def test_posterior_draws_follow_what_each_arm_learns() -> None:
-    """After `learn`, an arm's column is drawn from its new posterior; `redraw_row` draws
-    every arm afresh from the parameters of its evidence now; added and removed arms keep
-    the others' draws."""
+    """After `learn`, an arm's column is drawn from its new posterior; `refill` draws every
+    arm afresh from the parameters of its evidence now; added and removed arms keep the
+    others' draws."""
     rng = np.random.default_rng(1)
     cached = PosteriorDraws(rng, np.zeros((3, 4)), 0.5, 4000)
     learned = np.array([1000.0, 1000.0, 900.0, 810.0])
@@ -59,8 +61,9 @@ def test_posterior_draws_follow_what_each_arm_learns() -> None:
     expected = 0.5 * (1001 / 1002) + 0.5 * (900.5 / 1001)
     assert cached.draws[:, 2].mean() == pytest.approx(expected, abs=0.003)
     assert cached.draws[:, 0].mean() == pytest.approx(0.5, abs=0.02)
-    cached.redraw_row(7)
-    assert cached.draws[7, 2] == pytest.approx(expected, abs=0.03)
+    cached.consume(7)
+    cached.refill(1)
+    assert cached.draws[3999, 2] == pytest.approx(expected, abs=0.03)
     before = cached.draws[:, 0].copy()
     cached.add_arm(learned)
     cached.remove_arm(1)
@@ -113,3 +116,149 @@ def test_linear_models_match_ridge_regression() -> None:
     models.add_agent(inherit_from=0, weight=0.5)
     assert models.a[1] == pytest.approx(np.eye(3) + 0.5 * (a - np.eye(3)))
     assert models.b[1] == pytest.approx(0.5 * b)
+
+
+def _ks_statistic(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sample Kolmogorov-Smirnov statistic: the largest gap between the empirical CDFs."""
+    grid = np.sort(np.concatenate([a, b]))
+    gap = np.searchsorted(np.sort(a), grid, "right") / len(a)
+    gap -= np.searchsorted(np.sort(b), grid, "right") / len(b)
+    return float(np.abs(gap).max())
+
+
+def test_a_redrawn_row_is_an_exact_beta_draw_of_every_arm() -> None:
+    """`refill` draws success as Gamma(α) / (Gamma(α) + Gamma(β)): the same distribution as
+    numpy's Beta sampler (two-sample KS test at α = 0.001) with Beta's moments, for the empty
+    prior Beta(1, 1), little evidence and much."""
+    evidence = np.array([[0.0, 0.0, 0.0, 0.0], [10.0, 7.0, 0.0, 0.0], [1000.0, 900.0, 0.0, 0.0]])
+    shapes = [(1.0, 1.0), (8.0, 4.0), (901.0, 101.0)]
+    cached = PosteriorDraws(np.random.default_rng(3), evidence, 0.0, 8)
+    samples = 4000
+    redrawn = np.empty((samples, 3))
+    for i in range(samples):
+        cached.consume(5)  # the last row takes its place and is redrawn
+        cached.refill(1)
+        redrawn[i] = cached.draws[7]
+    reference = np.random.default_rng(4)
+    critical = 1.95 * np.sqrt(2 / samples)
+    for arm, (a, b) in enumerate(shapes):
+        draws = redrawn[:, arm]
+        assert _ks_statistic(draws, reference.beta(a, b, size=samples)) < critical
+        mean, variance = a / (a + b), a * b / ((a + b) ** 2 * (a + b + 1))
+        assert draws.mean() == pytest.approx(mean, abs=4 * np.sqrt(variance / samples))
+        assert draws.var() == pytest.approx(variance, rel=0.1)
+    assert (redrawn[:, 0] > 0).all() and (redrawn[:, 0] < 1).all()
+
+
+def test_a_redrawn_row_mixes_success_and_quality_draws() -> None:
+    """With quality weight w, a redrawn reward is (1 - w)·Beta + w·Normal(mean, sd) of the
+    arm's posteriors: its mean and variance are those of the mixture."""
+    w, samples = 0.5, 4000
+    evidence = np.array([[40.0, 30.0, 28.0, 20.0]])
+    cached = PosteriorDraws(np.random.default_rng(5), evidence, w, 4)
+    redrawn = np.empty(samples)
+    for i in range(samples):
+        cached.consume(1)
+        cached.refill(1)
+        redrawn[i] = cached.draws[3, 0]
+    a, b = 31.0, 11.0
+    quality_mean, quality_sd = quality_posterior(evidence[0])
+    mean = (1 - w) * a / (a + b) + w * quality_mean
+    variance = (1 - w) ** 2 * a * b / ((a + b) ** 2 * (a + b + 1)) + w**2 * quality_sd**2
+    assert redrawn.mean() == pytest.approx(mean, abs=4 * np.sqrt(variance / samples))
+    assert redrawn.var() == pytest.approx(variance, rel=0.1)
+
+
+def test_rows_refilled_together_are_exact_beta_draws() -> None:
+    """Several played rows are redrawn in one call: each is a Beta(α, β) draw of every arm
+    (a fresh cache is every row refilled at once)."""
+    evidence = np.array([[10.0, 7.0, 0.0, 0.0], [1000.0, 900.0, 0.0, 0.0]])
+    cached = PosteriorDraws(np.random.default_rng(8), evidence, 0.0, 6000)
+    for row in range(3000):
+        cached.consume(row)
+    assert cached.free == cached.floor == 3000
+    cached.refill(3000)
+    reference = np.random.default_rng(9)
+    critical = 1.95 * np.sqrt(2 / 3000)
+    for arm, (a, b) in enumerate([(8.0, 4.0), (901.0, 101.0)]):
+        redrawn = cached.draws[3000:, arm]
+        assert _ks_statistic(redrawn, reference.beta(a, b, size=3000)) < critical
+
+
+def test_a_played_row_is_set_aside_until_it_is_redrawn() -> None:
+    """`consume` takes a row out of `unplayed` (the last unplayed row takes its place); `learn`
+    redraws the learning arm's column in the unplayed rows, leaves the other arms' unplayed
+    draws alone, and redraws at most REFILL_PER_OUTCOME played rows, every arm."""
+    cached = PosteriorDraws(np.random.default_rng(10), np.zeros((3, 4)), 0.5, 8)
+    start = cached.draws.copy()
+    for row in (1, 4, 0):
+        cached.consume(row)
+    unplayed = cached.unplayed()
+    assert unplayed.shape == (5, 3)
+    assert _rows(unplayed) == _rows(start[[2, 3, 5, 6, 7]])
+    kept = unplayed.copy()
+    cached.learn(2, [10.0, 9.0, 8.0, 7.0])
+    assert cached.free == 5 + REFILL_PER_OUTCOME == 7
+    assert cached.draws[:5, :2].tolist() == kept[:, :2].tolist()
+    assert (cached.draws[:5, 2] != kept[:, 2]).all()
+    assert not np.isin(cached.draws[5:7], start).any()
+    cached.learn(0, [1.0, 1.0, 1.0, 1.0])
+    assert cached.free == 8
+
+
+def test_a_decision_at_the_floor_redraws_the_row_it_played() -> None:
+    """Decisions running ahead of outcomes leave at least D/2 rows unplayed: once a decision
+    would leave fewer, it redraws the row it played, every arm, and nothing else."""
+    cached = PosteriorDraws(np.random.default_rng(12), np.zeros((3, 4)), 0.5, 8)
+    for _ in range(4):
+        cached.consume(0)
+    assert cached.free == cached.floor == 4
+    for row in (0, 3, 3, 1):
+        before = cached.draws.copy()
+        cached.consume(row)
+        assert cached.free == 4
+        others = [r for r in range(8) if r != row]
+        assert cached.draws[others].tolist() == before[others].tolist()
+        assert not np.isin(cached.draws[row], before).any()
+
+
+def _rows(array: np.ndarray) -> set[tuple[float, ...]]:
+    return set(map(tuple, array.tolist()))
+
+
+def test_redrawn_rows_repeat_for_a_seed() -> None:
+    evidence = np.array([[5.0, 2.0, 3.0, 2.0], [9.0, 8.0, 7.0, 6.0]])
+    rows = []
+    for _ in range(2):
+        cached = PosteriorDraws(np.random.default_rng(6), evidence, 0.5, 4)
+        cached.consume(2)
+        cached.refill(1)
+        rows.append(cached.draws.tolist())
+    assert rows[0] == rows[1]
+
+
+class _Words:
+    """A stand-in generator whose stream is the given 64-bit words."""
+
+    def __init__(self, *words: int) -> None:
+        self.bit_generator = self
+        self._words = iter(words)
+
+    def random_raw(self) -> int:
+        return next(self._words)
+
+
+def test_uniform_index_is_exact_and_rejects_the_uneven_words() -> None:
+    """2^64 mod 3 = 1: of the words, the one whose product with 3 is 0 mod 2^64 is rejected,
+    so every index has exactly floor(2^64 / 3) words."""
+    assert uniform_index(_Words(0, 1 << 63), 3) == 1  # type: ignore[arg-type]
+    assert uniform_index(_Words((1 << 64) - 1), 3) == 2  # type: ignore[arg-type]
+    assert uniform_index(_Words(5), 1) == 0  # type: ignore[arg-type]
+    rng = np.random.default_rng(7)
+    counts = np.bincount([uniform_index(rng, 6) for _ in range(60_000)], minlength=6)
+    expected = 10_000
+    assert ((counts - expected) ** 2 / expected).sum() < 20.5  # chi-square, 5 dof, p = 0.001
+    first, second = np.random.default_rng(7), np.random.default_rng(7)
+    assert [uniform_index(first, 64) for _ in range(10)] == [
+        uniform_index(second, 64) for _ in range(10)
+    ]

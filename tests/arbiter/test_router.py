@@ -353,10 +353,37 @@ def test_in_flight_loads_are_matched_to_agents_and_checked_in_order() -> None:
         router.decide(request(), in_flight={"a@1": 1, "b@1": -2, "zz@1": 0})
 
 
+def test_the_router_counts_the_tasks_each_agent_runs() -> None:
+    """`task_started` / `task_finished` are the load of decisions given no `in_flight`; each
+    decision explains itself with the loads of its time; a mapping given still takes over."""
+    router = Router(agents("a", "b", limit=2), settings=settings(RoutingStrategy.LOAD_BALANCE))
+    for agent in ("a@1", "a@1", "b@1"):
+        router.task_started(agent)
+    assert router.tasks_in_flight() == {"a@1": 2, "b@1": 1}
+    decision = router.decide(request())  # a is full
+    router.task_finished("a@1")
+    router.task_finished("a@1")
+    assert decision.selected_agent == "b@1"
+    assert [(c.agent, c.load_score) for c in decision.candidates] == [("b@1", 0.5)]
+    assert "At max concurrency: a@1" in decision.secondary_factors
+    assert router.decide(request()).selected_agent == "a@1"
+    assert router.decide(request(), in_flight={"a@1": 2}).selected_agent == "b@1"
+    router.task_finished("a@1")  # no task of a runs: a count never goes below zero
+    assert router.tasks_in_flight() == {"a@1": 0, "b@1": 1}
+    router.remove_agent("b@1")
+    router.task_started("b@1")  # chosen before it went: ignored, as its task's end
+    router.task_finished("b@1")
+    router.add_agent(AgentSpec(name="b", max_concurrency=2))
+    assert router.tasks_in_flight() == {"a@1": 0, "b@1": 0}
+    with pytest.raises(KeyError, match="agent: unknown agent 'zz@1'"):
+        router.task_started("zz@1")
+
+
 def test_an_agent_whose_cached_draws_all_lost_is_still_explored() -> None:
     """c's posterior (one failure) beats a's (90% over 1000 tasks) in about 1% of draws; the
-    64 cached draws of c often hold none that does. Each decision replaces the draw it played,
-    so c keeps being tried at about its Thompson probability instead of never again."""
+    64 cached draws of c often hold none that does. With no outcome, decisions set their rows
+    aside until half are, then each redraws the row it played, so c keeps being tried at about
+    its Thompson probability instead of never again."""
     plays = []
     for seed in range(10):
         router = Router(agents("a", "c"), settings=settings(seed=seed, quality_weight=0.0))
@@ -475,6 +502,39 @@ def test_contextual_strategies_stay_sound_with_features_of_any_scale(
     for agent in range(2):
         exact = np.linalg.inv(models.a[agent])
         assert models.a_inv[agent] == pytest.approx(exact, rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize("strategy", [RoutingStrategy.LINUCB, RoutingStrategy.LINTS])
+def test_contextual_samples_drawn_when_read_are_those_of_the_decisions_seed(
+    strategy: RoutingStrategy,
+) -> None:
+    """LinUCB's and LinTS's samples beyond the row played are drawn when the propensity or
+    confidence is first read: read at once or after later decisions and updates, a seed's
+    decisions explain themselves alike, and LinTS logs each candidate's share of D rows."""
+
+    def decisions(read_at_once: bool) -> list[RoutingDecision]:
+        router = Router(agents("a", "b", "c"), settings=settings(strategy, seed=11))
+        made = []
+        for i in range(30):
+            decision = router.decide(request(task_id=str(i)))
+            if read_at_once:
+                decision.candidates  # noqa: B018
+            router.update(decision, success=i % 3 == 0, quality=0.5)
+            made.append(decision)
+        return made
+
+    def explained(decision: RoutingDecision) -> tuple[object, ...]:
+        shares = [(c.agent, c.propensity, c.final_score) for c in decision.candidates]
+        return decision.selected_agent, decision.propensity, decision.confidence, shares
+
+    now, later = decisions(True), decisions(False)
+    assert [explained(d) for d in now] == [explained(d) for d in later]
+    draws = RoutingSettings().propensity_draws
+    for decision in now:
+        assert sum(c.propensity for c in decision.candidates) == pytest.approx(1.0)
+        if strategy is RoutingStrategy.LINTS:
+            assert decision.propensity >= 1 / draws  # the row played is one of the D rows
+            assert all((c.propensity * draws).is_integer() for c in decision.candidates)
 
 
 def test_a_task_feature_named_like_the_prompt_length_is_refused() -> None:

@@ -153,6 +153,19 @@ def test_a_registered_draws_verdict_may_name_the_candidates_columns() -> None:
         router.decide(request(), exclude=["b@1"])
 
 
+def test_a_registered_draws_verdict_may_leave_its_other_rows_for_later() -> None:
+    """`Draws(first_row, rest=...)`: a registered strategy's rows are checked as a whole (so
+    `rest` is drawn at once) and the win shares are those of all the rows."""
+    router = Router(agents("a", "b", "c"), strategy="test-answers")
+    rest = np.array([[0.0, 2.0, 0.0], [0.0, 3.0, 0.0], [0, 0, 1]])
+    ANSWERS.verdict = Draws(np.array([[1.0, 0.0, 0.0]]), rest=lambda: rest)
+    decision = router.decide(request())
+    assert [c.propensity for c in decision.candidates] == [0.25, 0.5, 0.25]
+    ANSWERS.verdict = Draws(np.array([[1.0, 0.0, 0.0]]), rest=lambda: np.ones((2, 2)))
+    with pytest.raises(ValueError, match="Draws.rest: must be rows like those of samples"):
+        router.decide(request())
+
+
 def test_registering_is_checked() -> None:
     with pytest.raises(ValueError, match="name: strategy 'thompson' is already registered"):
         register_strategy("thompson", lambda _: MostExperienced())

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -186,7 +185,6 @@ class Arbiter:
         self.evaluator = evaluator
         self.tracker = tracker
         self.tenant_id = tenant_id
-        self.in_flight: Counter[str] = Counter()
         self.slots = {**agent_slots(self.agents.values()), **(slots or {})}
         self.split = split
 
@@ -229,7 +227,6 @@ class Arbiter:
             try:
                 decision = self.router.decide(
                     request,
-                    in_flight=self.in_flight,
                     exclude=tried,
                     fallback_of=tried[-1] if tried else None,
                     held_back=held_back,
@@ -289,7 +286,7 @@ class Arbiter:
         # Load counts from assignment to the end of grading: a task waiting for one of the
         # agent's slots is its load too, or the router would keep queueing tasks behind a busy
         # agent while others idle.
-        self.in_flight[spec.key] += 1
+        self.router.task_started(spec.key)
         try:
             for number in range(1, settings.max_iterations + 1):
                 iteration = await self._attempt(
@@ -332,7 +329,7 @@ class Arbiter:
                     Message(role="user", content=iteration.feedback),
                 ]
         finally:
-            self.in_flight[spec.key] -= 1
+            self.router.task_finished(spec.key)
             execution.finished_at = utcnow()
 
     async def _evaluate(

@@ -91,6 +91,7 @@ class ArmTable:
         self.index: dict[str, int] = {}
         self.capabilities: list[frozenset[str]] = []
         self.max_concurrency = np.zeros(0)
+        self.in_flight = np.zeros(0)  # tasks each arm runs (`Router.task_started`), in place
         self.enabled: BoolArray = np.zeros(0, dtype=bool)
         self.types: dict[str, int] = {}
         self.evidence = np.zeros((0, 0, EVIDENCE_FIELDS))
@@ -105,8 +106,9 @@ class ArmTable:
         # contextually costs no feature vector or matrix update.
         self._unfolded: list[tuple[int, str, Complexity, int, dict[str, float], float]] = []
         self._capability_cache: dict[tuple[str, ...], Coverage] = {}
-        # Per task type, `propensity_draws` posterior reward draws of every arm; an arm's column
-        # is redrawn when it learns, and the row a decision played is drawn afresh (bandits.py).
+        # Per task type, `propensity_draws` posterior reward draws of every arm; a decision plays
+        # a row not played yet and sets it aside, and learning redraws up to two rows set aside
+        # and the learning arm's column (bandits.py).
         self._draws: dict[int, PosteriorDraws] = {}
         # (agent, type) → (n, reward sum) that warm_start put into the contextual models, so a
         # second warm start replaces that contribution instead of adding it again.
@@ -146,10 +148,11 @@ class ArmTable:
         self.prior = np.concatenate([self.prior, prior])
         self.total = self.evidence + self.prior
         self.max_concurrency = np.append(self.max_concurrency, float(spec.call_slots()))
+        self.in_flight = np.append(self.in_flight, 0.0)
         self.enabled = np.append(self.enabled, True)
         self.linear.add_agent(parent, weight)
         for t, draws in self._draws.items():
-            draws.add_arm(prior[0, t])
+            draws.add_arm(prior[0, t].tolist())
 
     def remove(self, row: int) -> None:
         """Drop an arm with its evidence, prior, model and draws; later arms move up a row."""
@@ -162,6 +165,7 @@ class ArmTable:
         self.prior = np.delete(self.prior, row, axis=0)
         self.total = np.delete(self.total, row, axis=0)
         self.max_concurrency = np.delete(self.max_concurrency, row)
+        self.in_flight = np.delete(self.in_flight, row)
         self.enabled = np.delete(self.enabled, row)
         self.linear.remove_agent(row)
         for draws in self._draws.values():
@@ -235,10 +239,11 @@ class ArmTable:
 
     def advance(self, column: int, draw_row: int | None) -> None:
         """What a decision changes: one more decision of the type (ε decays with the count), and
-        the cached draw it played, if any, replaced by a fresh draw of every arm."""
+        the cached draw it played, if any, set aside until an outcome of the type redraws it
+        (`observe`), or redrawn now when half the draws are set aside."""
         self.decisions[column] += 1
         if draw_row is not None:
-            self._draws[column].redraw_row(draw_row)
+            self._draws[column].consume(draw_row)
 
     def warm_start(self, aggregates: Iterable[ArmAggregate]) -> int:
         """See `Router.warm_start`; returns the number of arms restored."""
@@ -306,7 +311,7 @@ class ArmTable:
         if cached is None:
             cached = PosteriorDraws(self._rng, self.total[:, column], self._w, self._draw_count)
             self._draws[column] = cached
-        return cached.draws
+        return cached.unplayed()
 
     def linear_at(self, features: FloatArray) -> tuple[FloatArray, FloatArray]:
         return self.linear.predict(features)

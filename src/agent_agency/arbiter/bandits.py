@@ -7,11 +7,17 @@ probability with which each candidate is selected, so every strategy logs a prop
   sampled reward (1 - w)·success + w·quality. The router keeps `draws` posterior draws per task
   type and plays the argmax of one draw picked uniformly, so the propensity it logs — the share
   of draws an arm wins — is exactly the probability with which that arm was played, given the
-  draws; the played arm's propensity is >= 1/draws. After each decision the draw it played is
-  replaced by a fresh draw of every arm from its current posterior, and an arm's column is redrawn
-  when it learns, so stale draws never shut an arm out for good: an arm whose cached draws all
-  lost gets fresh chances as the rows are replaced. A decision costs an argmax over the cached
-  draws plus one draw per arm, instead of `draws` fresh draws per arm.
+  draws; the played arm's propensity is >= 1/draws. A row once played is set aside and not
+  played again until it is redrawn, every arm from its posterior now: each time an arm of the
+  task type learns, up to two rows set aside are redrawn (in the normal flow, one outcome per
+  decision, the one row its decision played) and the learning arm's column in the unplayed rows,
+  so every row is a draw from the posteriors of now and stale draws never shut an arm out. A
+  decision picks uniformly among the rows not yet played, so the propensity it logs is the share
+  of those rows an arm wins. When decisions run ahead of outcomes, a decision that would leave
+  fewer than half the rows unplayed redraws the row it played instead of setting it aside: past
+  the type's first decision, which draws every row, no call draws more than two. A decision
+  costs an argmax over the cached draws; the redraw, one draw per arm per decision, is paid by
+  the update.
 - UCB1, capability, load balance, fallback: deterministic argmax; ties are broken uniformly, so the
   propensity is exactly 1/ties for each tied best arm and 0 for the rest.
 - ε-greedy: exact, (1 - ε)/ties for the greedy arms plus ε/k for every arm.
@@ -76,80 +82,126 @@ def observed_mean_reward(evidence: FloatArray, quality_weight: float) -> FloatAr
     return (1.0 - quality_weight) * success_rate + quality_weight * quality_mean
 
 
+REFILL_PER_OUTCOME = 2
+"""Rows set aside that an outcome redraws at most: one per decision in the balanced flow, and
+after decisions ran ahead of outcomes, the backlog in steps of bounded cost."""
+
+
 class PosteriorDraws:
     """A task type's cached posterior reward draws (D × k) with each arm's posterior parameters.
 
-    The parameters (Beta's α and β for success, the mean and sd of mean quality) are those of
-    the arms' evidence now: `learn` replaces an arm's as it learns, so a fresh draw costs the
-    sampling alone.
+    The parameters (Beta's α and β for success, the mean and sd of w·quality) are those of the
+    arms' evidence now: `learn` replaces an arm's as it learns, so a fresh draw costs the
+    sampling alone. Rows [0, `free`) have not been played; a decision plays one of them
+    (`unplayed`) and sets it aside (`consume`), and each time an arm learns, up to
+    `REFILL_PER_OUTCOME` rows set aside are redrawn in one call (`learn`). When decisions run
+    ahead of outcomes, `free` stops at `floor` (D/2): a decision that would leave fewer
+    unplayed rows redraws the row it played instead of setting it aside, so neither side ever
+    draws more than `REFILL_PER_OUTCOME` rows.
     """
 
-    __slots__ = ("_rng", "_w", "alpha", "beta", "draws", "mean", "sd")
+    __slots__ = ("_rng", "_w", "dof", "draws", "floor", "free", "mean", "sd")
 
     def __init__(
         self, rng: np.random.Generator, evidence: FloatArray, quality_weight: float, draws: int
     ) -> None:
         self._rng = rng
         self._w = quality_weight
-        self.alpha, self.beta, self.mean, self.sd = _parameters(evidence)
-        self.draws = self._sample((draws, evidence.shape[0]), slice(None))
+        alpha, beta, mean, sd = _parameters(evidence)
+        w = quality_weight
+        self.dof = 2.0 * np.stack([alpha, beta])  # 2 × k: each arm's Beta 2α and 2β
+        self.mean, self.sd = w * mean, w * sd  # of w·quality
+        self.draws = np.empty((draws, evidence.shape[0]))
+        self.floor = max(draws // 2, 1)
+        self.free = draws
+        self._draw_rows(0, draws)
 
-    def _sample(self, shape: tuple[int, ...], arm: int | slice) -> FloatArray:
-        """Sampled rewards (1 - w)·success + w·quality of one arm or every arm (`arm`)."""
-        rng = self._rng
-        success: FloatArray = rng.beta(self.alpha[arm], self.beta[arm], size=shape)
-        if self._w == 0.0:
-            return success
-        # mean + sd·z: what rng.normal(mean, sd) draws, without its per-element parameter checks
-        quality = self.mean[arm] + self.sd[arm] * rng.standard_normal(shape)
-        mixed: FloatArray = (1.0 - self._w) * success + self._w * quality
-        return mixed
+    def unplayed(self) -> FloatArray:
+        """The rows not played yet (a view): at least `floor` of them."""
+        return self.draws[: self.free]
 
-    def redraw_row(self, row: int) -> None:
-        """Replace draw `row` by a fresh draw of every arm (`_sample`'s arithmetic in place)."""
-        rng, w = self._rng, self._w
-        success: FloatArray = rng.beta(self.alpha, self.beta, size=self.alpha.shape)
-        if w == 0.0:
-            self.draws[row] = success
+    def consume(self, row: int) -> None:
+        """Row `row` of `unplayed()` was played: the last unplayed row takes its place, and it
+        waits among the played rows to be redrawn; or, if that would leave fewer than `floor`
+        rows unplayed, it is redrawn now."""
+        last = self.free - 1
+        if last < self.floor:
+            self._draw_rows(row, row + 1)
             return
-        quality = self.draws[row]  # drawn in place: the same numbers, one array fewer
+        if row != last:
+            self.draws[row] = self.draws[last]
+        self.free = last
+
+    def refill(self, most: int) -> None:
+        """Redraw up to `most` of the rows set aside, which become unplayed again. Which ones
+        does not matter: a row set aside is never read again."""
+        free = self.free
+        rows = min(self.draws.shape[0] - free, most)
+        if rows:
+            self._draw_rows(free, free + rows)
+            self.free = free + rows
+
+    def _draw_rows(self, start: int, stop: int) -> None:
+        """Draw rows [start, stop) afresh, every arm from its posterior now, in one call per
+        distribution.
+
+        Success is drawn as X / (X + Y) with X ~ Gamma(α), Y ~ Gamma(β): an exact Beta(α, β)
+        draw, numpy's own construction when α or β > 1 (here both are >= 1), from one call over
+        the 2 × rows × k parameters. The call is `chisquare(2α)`, numpy's 2·`standard_gamma(α)`
+        (the same draws doubled: the ratio is unchanged), whose check of its parameter array
+        costs less than `standard_gamma`'s; `rng.beta` with parameter arrays costs a third more:
+        it checks and broadcasts both arrays on every call."""
+        rng, w = self._rng, self._w
+        x, y = rng.chisquare(self.dof[:, None, :], size=(2, stop - start, self.dof.shape[1]))
+        y += x
+        if w == 0.0:
+            np.divide(x, y, out=self.draws[start:stop])
+            return
+        quality = self.draws[start:stop]  # drawn in place: one array fewer
         rng.standard_normal(out=quality)
         quality *= self.sd
         quality += self.mean
-        quality *= w
-        success *= 1.0 - w
-        quality += success
+        x /= y
+        x *= 1.0 - w
+        quality += x
 
     def learn(self, arm: int, evidence: Sequence[float]) -> None:
         """`arm`'s evidence (n, successes, quality sum, quality² sum) is now `evidence`: new
-        parameters, its column redrawn."""
-        alpha, beta, mean, sd = _scalar_parameters(*evidence)
-        self.alpha[arm], self.beta[arm], self.mean[arm], self.sd[arm] = alpha, beta, mean, sd
-        rng, shape, w = self._rng, self.draws.shape[:1], self._w
-        success = rng.beta(alpha, beta, size=shape)  # scalar parameters: no per-element checks
-        if w == 0.0:
-            self.draws[:, arm] = success
-        else:
-            # w·(mean + sd·z) drawn as one normal: what _sample computes, in two passes fewer
-            success *= 1.0 - w
-            success += rng.normal(w * mean, w * sd, size=shape)
-            self.draws[:, arm] = success
+        parameters, its column redrawn in the unplayed rows, and up to `REFILL_PER_OUTCOME`
+        rows set aside redrawn. Without the column's redraw an arm's unplayed draws would lag
+        its evidence until their rows were played, which costs regret (RESULTS.md)."""
+        self._redraw_column(arm, *_scalar_parameters(*evidence))
+        self.refill(REFILL_PER_OUTCOME)
 
-    def add_arm(self, evidence: FloatArray) -> None:
+    def _set_arm(self, arm: int, alpha: float, beta: float, mean: float, sd: float) -> None:
+        w = self._w
+        self.dof[0, arm], self.dof[1, arm] = 2.0 * alpha, 2.0 * beta
+        self.mean[arm], self.sd[arm] = w * mean, w * sd
+
+    def _redraw_column(self, arm: int, alpha: float, beta: float, mean: float, sd: float) -> None:
+        """Set `arm`'s parameters and redraw its column in the unplayed rows."""
+        self._set_arm(arm, alpha, beta, mean, sd)
+        rng, w, rows = self._rng, self._w, self.free
+        success = rng.beta(alpha, beta, size=rows)  # scalar parameters: no per-element checks
+        if w == 0.0:
+            self.draws[:rows, arm] = success
+        else:
+            # w·quality = mean + sd·z drawn as one normal: what `_draw_rows` computes, in passes
+            # fewer
+            success *= 1.0 - w
+            success += rng.normal(w * mean, w * sd, size=rows)
+            self.draws[:rows, arm] = success
+
+    def add_arm(self, evidence: Sequence[float]) -> None:
         """A new last arm with `evidence` (4 values) and its column of fresh draws."""
-        alpha, beta, mean, sd = _parameters(evidence[None])
-        self.alpha = np.append(self.alpha, alpha)
-        self.beta = np.append(self.beta, beta)
-        self.mean = np.append(self.mean, mean)
-        self.sd = np.append(self.sd, sd)
-        fresh = self._sample(self.draws.shape[:1], -1)
-        self.draws = np.concatenate([self.draws, fresh[:, None]], axis=1)
+        self.dof = np.append(self.dof, np.zeros((2, 1)), axis=1)
+        self.mean, self.sd = np.append(self.mean, 0.0), np.append(self.sd, 0.0)
+        self.draws = np.append(self.draws, np.zeros((self.draws.shape[0], 1)), axis=1)
+        self._redraw_column(-1, *_scalar_parameters(*evidence))
 
     def remove_arm(self, arm: int) -> None:
-        self.alpha = np.delete(self.alpha, arm)
-        self.beta = np.delete(self.beta, arm)
-        self.mean = np.delete(self.mean, arm)
-        self.sd = np.delete(self.sd, arm)
+        self.dof = np.delete(self.dof, arm, axis=1)
+        self.mean, self.sd = np.delete(self.mean, arm), np.delete(self.sd, arm)
         self.draws = np.delete(self.draws, arm, axis=1)
 
 
@@ -208,6 +260,21 @@ def ucb1_scores(evidence: FloatArray, quality_weight: float, c: float) -> FloatA
 def epsilon_greedy_probabilities(means: FloatArray, epsilon: float) -> FloatArray:
     probabilities: FloatArray = (1.0 - epsilon) * tie_uniform(means) + epsilon / means.shape[0]
     return probabilities
+
+
+_WORD = 1 << 64
+
+
+def uniform_index(rng: np.random.Generator, n: int) -> int:
+    """An index drawn uniformly from range(n), exactly: Lemire's multiply-and-reject on the
+    64-bit words of `rng`'s stream (a word is rejected with probability (2^64 mod n) / 2^64),
+    for a fraction of `rng.integers`'s per-call cost."""
+    word = rng.bit_generator.random_raw
+    threshold = _WORD % n
+    while True:
+        product = word() * n
+        if product & (_WORD - 1) >= threshold:
+            return product >> 64
 
 
 def sample_index(rng: np.random.Generator, probabilities: FloatArray) -> int:
@@ -283,9 +350,11 @@ class LinearModels:
             return
         rows = sorted(self._stale)
         self._stale.clear()
-        a = self.a[rows]
-        self._a_inv[rows] = np.linalg.inv(a)
-        self._theta[rows] = np.linalg.solve(a, self.b[rows][..., None])[..., 0]
+        a_inv = np.linalg.inv(self.a[rows])
+        self._a_inv[rows] = a_inv
+        # A⁻¹b from the inverse just computed: a second factorisation (solve) would cost as much
+        # again, and A's eigenvalues are >= 1, so A⁻¹'s norm is <= 1 and its errors stay small
+        self._theta[rows] = (a_inv @ self.b[rows][..., None])[..., 0]
 
     def predict(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Predicted mean reward and posterior sd (before α) of every agent at x."""

@@ -4,9 +4,10 @@ the probability it logs is the one the choice was made with (`strategies/base.py
 Drawing the chosen candidate needs one row of a `Draws` verdict, or the best scores of a
 `Ranking`; the selection probabilities of every candidate and the decision's confidence are
 computed when first read (`Choice.probabilities`, `Choice.confidence`), from arrays the choice
-owns and nothing changes afterwards (the samples, scores or posterior draws of decision time), so
-they are exact for the decision whenever they are read, and a decision whose propensity is only
-read by the tracker's writer does not pay for it on the caller's thread."""
+owns and nothing changes afterwards (the samples, scores or posterior draws of decision time, or
+samples drawn when first read from a generator seeded at decision time: a `Belief`), so they are
+exact for the decision whenever they are read, and a decision whose propensity is only read by
+the tracker's writer does not pay for it on the caller's thread."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ from agent_agency.arbiter.bandits import (
     argmax_frequencies,
     sample_index,
     tie_uniform,
+    uniform_index,
 )
 from agent_agency.arbiter.strategies.base import (
+    Belief,
     Candidates,
     Distribution,
     Draws,
@@ -53,7 +56,7 @@ class Choice:
         position: int,
         scores: FloatArray,
         performance: FloatArray | None,
-        belief: FloatArray,
+        belief: Belief,
         *,
         drawn: bool = False,
         probabilities: FloatArray | None = None,
@@ -69,7 +72,7 @@ class Choice:
         self.position = position  # the chosen candidate
         self.scores = scores  # logged as each candidate's final score
         self.performance = performance  # each candidate's performance score; None: posterior mean
-        self.draw_row = draw_row  # the cached posterior draw played, to be drawn afresh
+        self.draw_row = draw_row  # the cached posterior draw played, set aside until redrawn
         self._belief = belief
         self._columns = columns
         self._drawn = drawn
@@ -104,6 +107,8 @@ class Choice:
 
     def _candidate_belief(self) -> FloatArray:
         belief, columns = self._belief, self._columns
+        if callable(belief):
+            belief = self._belief = belief()
         return belief if columns is None else belief.take(columns, axis=1)
 
 
@@ -119,21 +124,22 @@ def choose(name: str, strategy: Strategy, candidates: Candidates) -> Choice:
         verdict = _checked(verdict, len(candidates), name)
     rng = candidates.rng
     if isinstance(verdict, Draws):
-        samples, columns = verdict.samples, verdict.columns
-        row = int(rng.integers(samples.shape[0]))
-        played = samples[row]  # the decision's own: a cached row is drawn afresh after it
+        samples, columns, rest = verdict.samples, verdict.columns, verdict.rest
+        row = uniform_index(rng, samples.shape[0]) if rest is None else 0
+        played = samples[row]  # the decision's own copy
         if columns is not None:
             played = played.take(columns)
         return Choice(
             int(played.argmax()),
             played,
             verdict.performance,
-            samples,
+            samples if rest is None else _joined(samples, rest),
             drawn=True,
             draw_row=row if verdict.cached else None,
             columns=columns,
         )
     if isinstance(verdict, Ranking):
+        belief: Belief
         if verdict.belief is None:
             belief, columns = candidates.every_arm_draws()
         else:
@@ -159,6 +165,17 @@ def choose(name: str, strategy: Strategy, candidates: Candidates) -> Choice:
     )
 
 
+def _joined(first: FloatArray, rest: Belief) -> Belief:
+    """`first`'s rows, then `rest`'s, when first read."""
+    if not callable(rest):
+        return np.concatenate([first, rest])
+    return lambda: np.concatenate([first, rest()])
+
+
+def _drawn(belief: Belief) -> FloatArray:
+    return belief() if callable(belief) else belief
+
+
 def _checked(verdict: Verdict, k: int, name: str) -> Verdict:
     """`verdict` with its arrays as float arrays, or a ValueError naming what is wrong."""
     where = f"strategy {name!r}: {type(verdict).__name__}"
@@ -172,6 +189,11 @@ def _checked(verdict: Verdict, k: int, name: str) -> Verdict:
         performance = _array(verdict.performance, (k,), f"{where}.performance")
     if isinstance(verdict, Draws):
         samples = verdict.samples
+        if verdict.rest is not None:  # drawn now, and checked with the row played
+            try:
+                samples = np.concatenate([np.asarray(samples), np.asarray(_drawn(verdict.rest))])
+            except (TypeError, ValueError):
+                raise ValueError(f"{where}.rest: must be rows like those of samples") from None
         if verdict.columns is not None:  # D × arms: the candidates' columns, checked below
             try:
                 samples = np.asarray(samples)[:, np.asarray(verdict.columns, dtype=np.intp)]
@@ -183,7 +205,7 @@ def _checked(verdict: Verdict, k: int, name: str) -> Verdict:
     if isinstance(verdict, Ranking):
         belief = None
         if verdict.belief is not None:
-            belief = _array(verdict.belief, (-1, k), f"{where}.belief")
+            belief = _array(_drawn(verdict.belief), (-1, k), f"{where}.belief")
         return Ranking(scores, performance, belief)
     probabilities = _array(verdict.probabilities, (k,), f"{where}.probabilities")
     total = float(probabilities.sum())

@@ -7,7 +7,9 @@
 Candidates of a decision: the enabled agents whose capabilities cover the request's requirements
 (all enabled agents when none does), minus excluded agents and agents whose circuit breaker is
 open (a half-open breaker lets one probe call through), minus agents at their max concurrency
-(when every candidate is full the least loaded are kept: backpressure is the caller's job). The
+(when every candidate is full the least loaded are kept: backpressure is the caller's job). An
+agent's load is what the caller passes to `decide`, or else the tasks the router was told it
+runs (`task_started`, `task_finished`: kept as an array aligned with the arms). The
 strategy for the request's task type scores them (`strategies/`) and the router draws the chosen
 one, logging the exact probability it had (`propensity`) for off-policy evaluation (`ope.py`).
 
@@ -194,13 +196,16 @@ class Router:
     ) -> RoutingDecision:
         """Choose an agent for `request` and explain the choice (see the module docstring).
 
-        `in_flight`: tasks each agent is running now (its load); `exclude`: agents not to choose
-        (those that already failed this task); `fallback_of`: the agent this decision replaces;
-        `held_back`: agents a traffic split keeps from this request, each with why (a canary's
-        share: the propensity logged is then conditional on that split's draw).
+        `in_flight`: tasks each agent is running now (its load); None: the router's own counts
+        (`task_started`, `task_finished`), which cost no conversion of a mapping; `exclude`:
+        agents not to choose (those that already failed this task); `fallback_of`: the agent
+        this decision replaces; `held_back`: agents a traffic split keeps from this request, each
+        with why (a canary's share: the propensity logged is then conditional on that split's
+        draw).
         Raises `NoAgentAvailable` (with a `RoutingRefusal`) when no agent may be chosen.
         """
-        _expect(request, RoutingRequest, "request", _request_hint(request))
+        if not isinstance(request, RoutingRequest):  # the hint is built only for a wrong one
+            _expect(request, RoutingRequest, "request", _request_hint(request))
         with self._lock:
             return self._decide(request, in_flight, exclude, fallback_of, held_back or {})
 
@@ -339,6 +344,8 @@ class Router:
         return strategy
 
     def _load(self, in_flight: Mapping[str, int] | None) -> FloatArray:
+        if in_flight is None:
+            return self._arms.in_flight.copy()
         if not in_flight:
             return np.zeros(len(self._arms.keys))
         keys = tuple(in_flight)
@@ -424,6 +431,27 @@ class Router:
             if not 0.0 <= weight <= 1.0:
                 raise ValueError(f"weight: must be in [0, 1], got {weight}")
             self._arms.add_prior(row, aggregates, weight)
+
+    def task_started(self, agent: str) -> None:
+        """`agent` runs one more task: its load in the decisions that pass no `in_flight`. The
+        arbiter reports each task from assignment to the end of its grading. Ignored for an
+        agent removed since it was chosen."""
+        with self._lock:
+            row = self._live_row(agent, "agent")
+            if row is not None:
+                self._arms.in_flight[row] += 1.0
+
+    def task_finished(self, agent: str) -> None:
+        """A task `task_started` reported has ended. Ignored for an agent removed since."""
+        with self._lock:
+            row = self._live_row(agent, "agent")
+            if row is not None and self._arms.in_flight[row] > 0:  # it may be a re-added arm
+                self._arms.in_flight[row] -= 1.0
+
+    def tasks_in_flight(self) -> dict[str, int]:
+        """The tasks each agent runs, as `task_started` and `task_finished` reported them."""
+        with self._lock:
+            return dict(zip(self._arms.keys, map(int, self._arms.in_flight.tolist()), strict=True))
 
     def report_call(self, agent: str, *, ok: bool) -> None:
         """Feed the circuit breaker: an error or a timeout is `ok=False`. Ignored for an agent

@@ -151,9 +151,10 @@ class Candidates:
         return self._mean
 
     def posterior_draws(self) -> FloatArray:
-        """D × k posterior reward draws (D = `propensity_draws`), cached per task type by the
-        router: a candidate's column is redrawn when it learns, and the row a `Draws(...,
-        cached=True)` verdict played is redrawn after the decision. A copy of the candidates'
+        """The task type's posterior reward draws not played yet, at most D × k (D =
+        `propensity_draws`), cached by the router: the row a `Draws(..., cached=True)` verdict
+        plays is set aside until an outcome of the type redraws it, and a learning candidate's
+        column is redrawn (`bandits.PosteriorDraws`). A copy of the candidates'
         columns, the decision's own: the selection probabilities are computed from it when
         they are first read (`choice.py`)."""
         draws = self._arms.draws_at(self.column)
@@ -193,14 +194,21 @@ class Candidates:
         return self._arms.decisions_at(self.column)
 
 
+Belief = FloatArray | Callable[[], FloatArray]
+"""D × k sampled values, or a function that samples them when they are first read: from a
+generator of its own (seeded at decision time), never the router's, which later decisions draw
+from, so a seed gives the same values whenever they are read."""
+
+
 @dataclass(frozen=True, slots=True)
 class Ranking:
     """The highest score wins; tied candidates are chosen uniformly. `belief`, D × k posterior
-    draws, gives the decision's confidence when the scores are not the router's evidence."""
+    draws (a `Belief`), gives the decision's confidence when the scores are not the router's
+    evidence."""
 
     scores: FloatArray
     performance: FloatArray | None = None
-    belief: FloatArray | None = None
+    belief: Belief | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,16 +224,21 @@ class Distribution:
 class Draws:
     """The router plays the argmax of one uniformly chosen row of `samples` (D × k).
 
-    `cached`: the samples are `Candidates.posterior_draws()`, and the row played is to be drawn
-    afresh after the decision, so that stale draws cannot shut a candidate out for long.
+    `cached`: the samples are `Candidates.posterior_draws()` (or `every_arm_draws()`), and the
+    row played is set aside, not to be played again until it is drawn afresh.
     `columns`: `samples` has a column per arm (`Candidates.every_arm_draws()`) and the candidates'
     are these; None: `samples` is D × k.
+    `rest`: `samples` is one fresh row (1 × k), the row played, and `rest` (a `Belief`) the other
+    D - 1 rows, drawn independently of it: of D independent rows, the one drawn first is as good
+    as one chosen uniformly, so the propensity is still the share of the D rows each candidate
+    wins, and a decision need not draw the rows only its propensity needs.
     """
 
     samples: FloatArray
     performance: FloatArray | None = None
     cached: bool = False
     columns: IndexArray | None = None
+    rest: Belief | None = None
 
 
 Verdict = Ranking | Distribution | Draws
