@@ -158,7 +158,7 @@ def test_propensities_stay_exact_after_arms_come_and_go(strategy: RoutingStrateg
             expected[c.agent] += c.propensity
             variance[c.agent] += c.propensity * (1 - c.propensity)
     for key in router.agents:
-        assert expected[key] > 50, (key, expected)
+        assert expected[key] > 25, (key, expected)  # enough choices to compare
         assert abs(counts[key] - expected[key]) < 4 * np.sqrt(variance[key]), key
 
 

@@ -50,6 +50,37 @@ def test_thompson_samples_concentrate_on_the_posterior_mean() -> None:
     assert draws[:, 1].std() == pytest.approx(np.sqrt(1 / 12), abs=0.01)
 
 
+@pytest.mark.parametrize("w", [0.0, 0.5])
+def test_optimistic_draws_are_the_plain_draws_raised_to_each_arms_posterior_mean(
+    w: float,
+) -> None:
+    """From the same stream, optimistic draws are max(plain draw, posterior mean reward) of each
+    arm, as first drawn, after an arm learns (its column), after a row's refill and for an added
+    arm; removing an arm keeps the others' means."""
+    evidence = np.array([[0.0, 0.0, 0.0, 0.0], [40.0, 30.0, 28.0, 21.0], [9.0, 2.0, 3.0, 1.5]])
+    plain = PosteriorDraws(np.random.default_rng(4), evidence.copy(), w, 64)
+    optimistic = PosteriorDraws(np.random.default_rng(4), evidence.copy(), w, 64, optimistic=True)
+
+    def check(evidence: np.ndarray) -> None:
+        least = posterior_mean_reward(evidence, w)
+        np.testing.assert_allclose(optimistic.draws, np.maximum(plain.draws, least), atol=1e-12)
+        assert (optimistic.draws == least).any(axis=0).all(), "each arm had draws raised"
+
+    check(evidence)
+    learned = np.array([50.0, 45.0, 40.0, 33.0])
+    for cached in (plain, optimistic):
+        cached.learn(1, learned)
+        cached.consume(5)
+        cached.refill(1)
+    evidence[1] = learned
+    check(evidence)
+    added = np.array([3.0, 1.0, 1.0, 0.5])
+    for cached in (plain, optimistic):
+        cached.add_arm(added)
+        cached.remove_arm(0)
+    check(np.vstack([evidence[1:], added]))
+
+
 def test_posterior_draws_follow_what_each_arm_learns() -> None:
     """After `learn`, an arm's column is drawn from its new posterior; `refill` draws every
     arm afresh from the parameters of its evidence now; added and removed arms keep the

@@ -18,7 +18,12 @@ DRAWS = 8
 
 
 def _router(seed: int = 11, draws: int = DRAWS) -> Router:
-    return Router(agents("a", "b", "c"), settings=settings(seed=seed, propensity_draws=draws))
+    """Plain posterior draws: these tests tell rows apart by their values, which optimistic
+    sampling would make equal (a draw below an arm's mean is that mean)."""
+    return Router(
+        agents("a", "b", "c"),
+        settings=settings(seed=seed, propensity_draws=draws, thompson_optimistic=False),
+    )
 
 
 def _cache(router: Router) -> PosteriorDraws:

@@ -83,6 +83,7 @@ class ArmTable:
     ) -> None:
         self._w = settings.quality_weight
         self._draw_count = settings.propensity_draws
+        self._optimistic = settings.thompson_optimistic
         self._layout = layout
         self._rng = rng
         # Replaced, never changed in place, when an arm comes or goes: a decision's rationale
@@ -309,7 +310,13 @@ class ArmTable:
     def draws_at(self, column: int) -> FloatArray:
         cached = self._draws.get(column)
         if cached is None:
-            cached = PosteriorDraws(self._rng, self.total[:, column], self._w, self._draw_count)
+            cached = PosteriorDraws(
+                self._rng,
+                self.total[:, column],
+                self._w,
+                self._draw_count,
+                optimistic=self._optimistic,
+            )
             self._draws[column] = cached
         return cached.unplayed()
 

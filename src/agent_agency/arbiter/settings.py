@@ -99,6 +99,12 @@ class RoutingSettings(Section):
         description="thompson: posterior draws that estimate each agent's probability of being "
         "chosen (its propensity, for off-policy evaluation)",
     )
+    thompson_optimistic: bool = Field(
+        default=True,
+        description="thompson: a posterior draw below the agent's posterior mean reward counts "
+        "as that mean (optimistic Thompson sampling: less regret in our benchmark); false draws "
+        "from the plain posterior",
+    )
     context_task_types: list[str] = Field(
         default_factory=list,
         description="linucb and lints: task types with a feature slot of their own (those of "
