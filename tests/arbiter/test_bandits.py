@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from agent_agency.arbiter.bandits import (
+    EXACT_BELOW,
     REFILL_PER_OUTCOME,
     UNTRIED_SCORE,
     LinearModels,
@@ -157,15 +158,30 @@ def _ks_statistic(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.abs(gap).max())
 
 
-def test_a_redrawn_row_is_an_exact_beta_draw_of_every_arm() -> None:
-    """`refill` draws success as Gamma(α) / (Gamma(α) + Gamma(β)): the same distribution as
-    numpy's Beta sampler (two-sample KS test at α = 0.001) with Beta's moments, for the empty
-    prior Beta(1, 1), little evidence and much."""
-    evidence = np.array([[0.0, 0.0, 0.0, 0.0], [10.0, 7.0, 0.0, 0.0], [1000.0, 900.0, 0.0, 0.0]])
-    shapes = [(1.0, 1.0), (8.0, 4.0), (901.0, 101.0)]
+def _beta_moments(a: float, b: float) -> tuple[float, float]:
+    return a / (a + b), a * b / ((a + b) ** 2 * (a + b + 1))
+
+
+def test_a_redrawn_row_draws_each_arm_from_its_beta_or_the_normal_with_its_moments() -> None:
+    """`refill` draws an arm's success from its Beta(α, β) itself while α or β is below
+    EXACT_BELOW (the empty prior Beta(1, 1), little evidence, a near-perfect record), and from
+    the normal with the Beta's mean and variance past it (two-sample KS tests at α = 0.001
+    against numpy's samplers)."""
+    evidence = np.array(
+        [
+            [0.0, 0.0, 0.0, 0.0],
+            [10.0, 7.0, 0.0, 0.0],
+            [1000.0, 995.0, 0.0, 0.0],
+            [40.0, 29.0, 0.0, 0.0],
+            [1000.0, 900.0, 0.0, 0.0],
+        ]
+    )
+    shapes = [(1.0, 1.0), (8.0, 4.0), (996.0, 6.0), (30.0, 12.0), (901.0, 101.0)]
+    exact = [min(a, b) < EXACT_BELOW for a, b in shapes]
+    assert exact == [True, True, True, False, False]
     cached = PosteriorDraws(np.random.default_rng(3), evidence, 0.0, 8)
     samples = 4000
-    redrawn = np.empty((samples, 3))
+    redrawn = np.empty((samples, len(shapes)))
     for i in range(samples):
         cached.consume(5)  # the last row takes its place and is redrawn
         cached.refill(1)
@@ -174,11 +190,15 @@ def test_a_redrawn_row_is_an_exact_beta_draw_of_every_arm() -> None:
     critical = 1.95 * np.sqrt(2 / samples)
     for arm, (a, b) in enumerate(shapes):
         draws = redrawn[:, arm]
-        assert _ks_statistic(draws, reference.beta(a, b, size=samples)) < critical
-        mean, variance = a / (a + b), a * b / ((a + b) ** 2 * (a + b + 1))
+        mean, variance = _beta_moments(a, b)
+        if exact[arm]:
+            expected = reference.beta(a, b, size=samples)
+            assert ((draws > 0) & (draws < 1)).all()
+        else:
+            expected = reference.normal(mean, np.sqrt(variance), size=samples)
+        assert _ks_statistic(draws, expected) < critical
         assert draws.mean() == pytest.approx(mean, abs=4 * np.sqrt(variance / samples))
         assert draws.var() == pytest.approx(variance, rel=0.1)
-    assert (redrawn[:, 0] > 0).all() and (redrawn[:, 0] < 1).all()
 
 
 def test_a_redrawn_row_mixes_success_and_quality_draws() -> None:
@@ -200,9 +220,9 @@ def test_a_redrawn_row_mixes_success_and_quality_draws() -> None:
     assert redrawn.var() == pytest.approx(variance, rel=0.1)
 
 
-def test_rows_refilled_together_are_exact_beta_draws() -> None:
-    """Several played rows are redrawn in one call: each is a Beta(α, β) draw of every arm
-    (a fresh cache is every row refilled at once)."""
+def test_rows_refilled_together_draw_from_each_arms_posterior() -> None:
+    """Several played rows are redrawn in one call: each row draws every arm from its Beta or
+    its normal (a fresh cache is every row refilled at once)."""
     evidence = np.array([[10.0, 7.0, 0.0, 0.0], [1000.0, 900.0, 0.0, 0.0]])
     cached = PosteriorDraws(np.random.default_rng(8), evidence, 0.0, 6000)
     for row in range(3000):
@@ -211,9 +231,11 @@ def test_rows_refilled_together_are_exact_beta_draws() -> None:
     cached.refill(3000)
     reference = np.random.default_rng(9)
     critical = 1.95 * np.sqrt(2 / 3000)
-    for arm, (a, b) in enumerate([(8.0, 4.0), (901.0, 101.0)]):
-        redrawn = cached.draws[3000:, arm]
-        assert _ks_statistic(redrawn, reference.beta(a, b, size=3000)) < critical
+    beta = reference.beta(8.0, 4.0, size=3000)
+    mean, variance = _beta_moments(901.0, 101.0)
+    normal = reference.normal(mean, np.sqrt(variance), size=3000)
+    assert _ks_statistic(cached.draws[3000:, 0], beta) < critical
+    assert _ks_statistic(cached.draws[3000:, 1], normal) < critical
 
 
 def test_a_played_row_is_set_aside_until_it_is_redrawn() -> None:
@@ -293,3 +315,20 @@ def test_uniform_index_is_exact_and_rejects_the_uneven_words() -> None:
     assert [uniform_index(first, 64) for _ in range(10)] == [
         uniform_index(second, 64) for _ in range(10)
     ]
+
+
+def test_an_arm_is_drawn_exactly_until_its_evidence_passes_exact_below() -> None:
+    """`exact` lists the arms whose α or β is below EXACT_BELOW, as they learn, join and leave."""
+    evidence = np.array([[0.0, 0.0, 0.0, 0.0], [100.0, 50.0, 40.0, 20.0], [3.0, 1.0, 1.0, 0.5]])
+    cached = PosteriorDraws(np.random.default_rng(14), evidence, 0.5, 16)
+    assert cached.exact.tolist() == [0, 2]
+    cached.learn(0, [30.0, 15.0, 12.0, 6.0])
+    assert cached.exact.tolist() == [2]
+    cached.learn(1, [200.0, 195.0, 150.0, 120.0])  # 5 failures: β = 6
+    assert cached.exact.tolist() == [1, 2]
+    cached.add_arm([50.0, 25.0, 20.0, 10.0])
+    cached.add_arm([1.0, 1.0, 1.0, 1.0])
+    assert cached.exact.tolist() == [1, 2, 4]
+    cached.remove_arm(0)
+    assert cached.exact.tolist() == [0, 1, 3]
+    assert cached.params.shape == (6, 4) and cached.draws.shape == (16, 4)

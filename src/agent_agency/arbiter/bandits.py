@@ -3,8 +3,9 @@
 Everything here works on numpy arrays over the k candidates of one decision and returns the
 probability with which each candidate is selected, so every strategy logs a propensity:
 
-- Thompson sampling: success ~ Beta(1 + s, 1 + n - s), quality ~ Normal(posterior mean, sd) and a
-  sampled reward (1 - w)·success + w·quality; optimistic (`thompson_optimistic`, the default), a
+- Thompson sampling: success ~ Beta(1 + s, 1 + n - s), quality ~ Normal(posterior mean, sd), and
+  the reward (1 - w)·success + w·quality drawn as a normal with the mean and variance of that
+  posterior (`PosteriorDraws`); optimistic (`thompson_optimistic`, the default), a
   sampled reward below the arm's posterior mean reward counts as that mean (May et al. 2012:
   uncertainty only ever adds to an arm's value), which cut regret by 5–8% over 60 seeds of our
   benchmark (benchmarks/RESULTS.md, "Routing regret"). The router keeps `draws` posterior draws
@@ -89,21 +90,46 @@ REFILL_PER_OUTCOME = 2
 """Rows set aside that an outcome redraws at most: one per decision in the balanced flow, and
 after decisions ran ahead of outcomes, the backlog in steps of bounded cost."""
 
+EXACT_BELOW = 10.0
+"""An arm whose Beta α or β (1 + successes, 1 + failures) is below this has its success drawn
+exactly from the Beta: there the normal with its moments is a poor fit (skewed, or near 0 or 1
+with little evidence, where it would spill past the bound and win too often)."""
+
+# Rows of `PosteriorDraws.params` (6 × k): Beta's α and β of success, the mean and sd of
+# w·quality, and the mean and sd of the posterior reward.
+ALPHA, BETA, QUALITY_MEAN, QUALITY_SD, MEAN, SD = range(6)
+
 
 class PosteriorDraws:
     """A task type's cached posterior reward draws (D × k) with each arm's posterior parameters.
 
-    The parameters (Beta's α and β for success, the mean and sd of w·quality) are those of the
-    arms' evidence now: `learn` replaces an arm's as it learns, so a fresh draw costs the
-    sampling alone. Rows [0, `free`) have not been played; a decision plays one of them
-    (`unplayed`) and sets it aside (`consume`), and each time an arm learns, up to
-    `REFILL_PER_OUTCOME` rows set aside are redrawn in one call (`learn`). When decisions run
-    ahead of outcomes, `free` stops at `floor` (D/2): a decision that would leave fewer
-    unplayed rows redraws the row it played instead of setting it aside, so neither side ever
-    draws more than `REFILL_PER_OUTCOME` rows.
+    A draw of an arm's reward (1 - w)·success + w·quality, with success ~ Beta(α, β) and mean
+    quality ~ Normal (`quality_posterior`), is a normal with that posterior's mean and variance
+    once α and β are both at least `EXACT_BELOW`: one normal per arm and draw instead of two
+    Gamma variates and a normal, and over 60 paired seeds of the regret benchmark within noise
+    of exact draws (benchmarks/RESULTS.md, "Routing regret"). Arms with less evidence are drawn
+    exactly. The parameters are those of the arms' evidence now: `learn` replaces an arm's as it
+    learns. Optimistic, a draw below the posterior mean counts as the mean.
+
+    Rows [0, `free`) have not been played; a decision plays one of them (`unplayed`) and sets it
+    aside (`consume`), and each time an arm learns, up to `REFILL_PER_OUTCOME` rows set aside
+    are redrawn in one call (`learn`). When decisions run ahead of outcomes, `free` stops at
+    `floor` (D/2): a decision that would leave fewer unplayed rows redraws the row it played
+    instead of setting it aside, so neither side ever draws more than `REFILL_PER_OUTCOME` rows.
     """
 
-    __slots__ = ("_rng", "_w", "dof", "draws", "floor", "free", "least", "mean", "sd")
+    __slots__ = (
+        "_rng",
+        "_w",
+        "draws",
+        "exact",
+        "floor",
+        "free",
+        "mean",
+        "optimistic",
+        "params",
+        "sd",
+    )
 
     def __init__(
         self,
@@ -116,16 +142,17 @@ class PosteriorDraws:
     ) -> None:
         self._rng = rng
         self._w = quality_weight
-        alpha, beta, mean, sd = _parameters(evidence)
-        w = quality_weight
-        self.dof = 2.0 * np.stack([alpha, beta])  # 2 × k: each arm's Beta 2α and 2β
-        self.mean, self.sd = w * mean, w * sd  # of w·quality
-        # Optimistic sampling: each arm's posterior mean reward, the least a draw of it can be
-        self.least = (1.0 - w) * alpha / (alpha + beta) + self.mean if optimistic else None
+        self.optimistic = optimistic
+        self._set_params(_posterior_parameters(evidence, quality_weight))
         self.draws = np.empty((draws, evidence.shape[0]))
         self.floor = max(draws // 2, 1)
         self.free = draws
         self._draw_rows(0, draws)
+
+    def _set_params(self, params: FloatArray) -> None:
+        self.params = params
+        self.mean, self.sd = params[MEAN], params[SD]  # views: the hot path's operands
+        self.exact = np.flatnonzero(np.minimum(params[ALPHA], params[BETA]) < EXACT_BELOW)
 
     def unplayed(self) -> FloatArray:
         """The rows not played yet (a view): at least `floor` of them."""
@@ -153,94 +180,96 @@ class PosteriorDraws:
             self.free = free + rows
 
     def _draw_rows(self, start: int, stop: int) -> None:
-        """Draw rows [start, stop) afresh, every arm from its posterior now, in one call per
-        distribution.
-
-        Success is drawn as X / (X + Y) with X ~ Gamma(α), Y ~ Gamma(β): an exact Beta(α, β)
-        draw, numpy's own construction when α or β > 1 (here both are >= 1), from one call over
-        the 2 × rows × k parameters. The call is `chisquare(2α)`, numpy's 2·`standard_gamma(α)`
-        (the same draws doubled: the ratio is unchanged), whose check of its parameter array
-        costs less than `standard_gamma`'s; `rng.beta` with parameter arrays costs a third more:
-        it checks and broadcasts both arrays on every call."""
-        rng, w = self._rng, self._w
-        x, y = rng.chisquare(self.dof[:, None, :], size=(2, stop - start, self.dof.shape[1]))
-        y += x
+        """Draw rows [start, stop) afresh, every arm from its posterior now, in place."""
         rows = self.draws[start:stop]
-        if w == 0.0:
-            np.divide(x, y, out=rows)
-        else:
-            rng.standard_normal(out=rows)  # w·quality, drawn in place: one array fewer
-            rows *= self.sd
-            rows += self.mean
-            x /= y
-            x *= 1.0 - w
-            rows += x
-        if self.least is not None:
-            np.maximum(rows, self.least, out=rows)
+        self._rng.standard_normal(out=rows)
+        if self.optimistic:
+            np.maximum(rows, 0.0, out=rows)
+        rows *= self.sd
+        rows += self.mean
+        if self.exact.size:
+            rows[:, self.exact] = self._exact_draws(self.exact, (stop - start, self.exact.size))
+
+    def _exact_draws(self, arms: IndexArray | int, shape: tuple[int, ...]) -> FloatArray:
+        """Rewards of `arms` drawn with success from its Beta itself."""
+        alpha, beta, quality_mean, quality_sd, mean, _ = self.params[:, arms]
+        drawn: FloatArray = self._rng.beta(alpha, beta, size=shape)
+        if self._w != 0.0:
+            drawn *= 1.0 - self._w
+            drawn += self._rng.normal(quality_mean, quality_sd, size=shape)
+        if self.optimistic:
+            np.maximum(drawn, mean, out=drawn)
+        return drawn
 
     def learn(self, arm: int, evidence: Sequence[float]) -> None:
         """`arm`'s evidence (n, successes, quality sum, quality² sum) is now `evidence`: new
-        parameters, its column redrawn in the unplayed rows, and up to `REFILL_PER_OUTCOME`
-        rows set aside redrawn. Without the column's redraw an arm's unplayed draws would lag
-        its evidence until their rows were played, which costs regret (RESULTS.md)."""
-        self._redraw_column(arm, *_scalar_parameters(*evidence))
+        parameters, its column redrawn in the unplayed rows, and up to `REFILL_PER_OUTCOME` rows
+        set aside redrawn. Without the column's redraw an arm's unplayed draws would lag its
+        evidence until their rows were played, which costs regret (RESULTS.md)."""
+        self._redraw_column(arm, evidence)
         self.refill(REFILL_PER_OUTCOME)
 
-    def _set_arm(self, arm: int, alpha: float, beta: float, mean: float, sd: float) -> None:
-        w = self._w
-        self.dof[0, arm], self.dof[1, arm] = 2.0 * alpha, 2.0 * beta
-        self.mean[arm], self.sd[arm] = w * mean, w * sd
-        if self.least is not None:
-            self.least[arm] = (1.0 - w) * alpha / (alpha + beta) + w * mean
-
-    def _redraw_column(self, arm: int, alpha: float, beta: float, mean: float, sd: float) -> None:
-        """Set `arm`'s parameters and redraw its column in the unplayed rows."""
-        self._set_arm(arm, alpha, beta, mean, sd)
-        rng, w, rows = self._rng, self._w, self.free
-        drawn = rng.beta(alpha, beta, size=rows)  # scalar parameters: no per-element checks
-        if w != 0.0:
-            # w·quality = mean + sd·z drawn as one normal: what `_draw_rows` computes, in passes
-            # fewer
-            drawn *= 1.0 - w
-            drawn += rng.normal(w * mean, w * sd, size=rows)
-        if self.least is not None:
-            np.maximum(drawn, self.least[arm], out=drawn)
-        self.draws[:rows, arm] = drawn
+    def _redraw_column(self, arm: int, evidence: Sequence[float]) -> None:
+        """Set `arm`'s parameters from its `evidence` and redraw its column in the unplayed
+        rows."""
+        n, successes, total, squares = evidence
+        params = _scalar_posterior_parameters(n, successes, total, squares, self._w)
+        alpha, beta, *_, mean, sd = params
+        was_exact = min(self.params[ALPHA, arm], self.params[BETA, arm]) < EXACT_BELOW
+        self.params[:, arm] = params
+        exact = min(alpha, beta) < EXACT_BELOW
+        if exact != was_exact:
+            self._set_params(self.params)
+        if exact:
+            self.draws[: self.free, arm] = self._exact_draws(arm, (self.free,))
+            return
+        drawn = self._rng.standard_normal(self.free)
+        if self.optimistic:
+            np.maximum(drawn, 0.0, out=drawn)
+        drawn *= sd
+        drawn += mean
+        self.draws[: self.free, arm] = drawn
 
     def add_arm(self, evidence: Sequence[float]) -> None:
         """A new last arm with `evidence` (4 values) and its column of fresh draws."""
-        self.dof = np.append(self.dof, np.zeros((2, 1)), axis=1)
-        self.mean, self.sd = np.append(self.mean, 0.0), np.append(self.sd, 0.0)
-        if self.least is not None:
-            self.least = np.append(self.least, 0.0)
+        self._set_params(np.append(self.params, np.ones((6, 1)), axis=1))
         self.draws = np.append(self.draws, np.zeros((self.draws.shape[0], 1)), axis=1)
-        self._redraw_column(-1, *_scalar_parameters(*evidence))
+        self._redraw_column(self.params.shape[1] - 1, evidence)
 
     def remove_arm(self, arm: int) -> None:
-        self.dof = np.delete(self.dof, arm, axis=1)
-        self.mean, self.sd = np.delete(self.mean, arm), np.delete(self.sd, arm)
-        if self.least is not None:
-            self.least = np.delete(self.least, arm)
+        self._set_params(np.delete(self.params, arm, axis=1))
         self.draws = np.delete(self.draws, arm, axis=1)
 
 
-def _parameters(evidence: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """Beta α, β of success and mean, sd of mean quality, per arm of `evidence` (k × 4)."""
-    successes = evidence[:, SUCCESSES]
-    beta = np.maximum(evidence[:, N] - successes, 0.0) + 1.0
-    mean, sd = quality_posterior(evidence)
-    return successes + 1.0, beta, mean, sd
+def _posterior_parameters(evidence: FloatArray, quality_weight: float) -> FloatArray:
+    """`PosteriorDraws.params` (6 × k) of `evidence` (k × 4)."""
+    w = quality_weight
+    alpha = evidence[:, SUCCESSES] + 1.0
+    beta = np.maximum(evidence[:, N] - evidence[:, SUCCESSES], 0.0) + 1.0
+    quality_mean, quality_sd = quality_posterior(evidence)
+    success_mean = alpha / (alpha + beta)
+    success_variance = success_mean * (1.0 - success_mean) / (alpha + beta + 1.0)
+    mean = (1.0 - w) * success_mean + w * quality_mean
+    sd = np.sqrt((1.0 - w) ** 2 * success_variance + (w * quality_sd) ** 2)
+    return np.stack([alpha, beta, w * quality_mean, w * quality_sd, mean, sd])
 
 
-def _scalar_parameters(
-    n: float, successes: float, total: float, squares: float
-) -> tuple[float, float, float, float]:
-    """`_parameters` of one arm in float arithmetic (numpy's per-call cost dwarfs 4 values)."""
+def _scalar_posterior_parameters(
+    n: float, successes: float, total: float, squares: float, quality_weight: float
+) -> tuple[float, float, float, float, float, float]:
+    """`_posterior_parameters` of one arm in float arithmetic (numpy's per-call cost dwarfs 4
+    values)."""
+    w = quality_weight
     deviation = max(squares - total * total / max(n, 1e-12), 0.0)
     effective = n + 1.0
-    mean = (total + 0.5) / effective
-    sd = math.sqrt((deviation + 0.25) / effective) / math.sqrt(effective)
-    return successes + 1.0, max(n - successes, 0.0) + 1.0, mean, sd
+    quality_mean = (total + 0.5) / effective
+    quality_sd = math.sqrt((deviation + 0.25) / effective) / math.sqrt(effective)
+    alpha, beta = successes + 1.0, max(n - successes, 0.0) + 1.0
+    success_mean = alpha / (alpha + beta)
+    success_variance = success_mean * (1.0 - success_mean) / (alpha + beta + 1.0)
+    mean = (1.0 - w) * success_mean + w * quality_mean
+    sd = math.sqrt((1.0 - w) ** 2 * success_variance + (w * quality_sd) ** 2)
+    return alpha, beta, w * quality_mean, w * quality_sd, mean, sd
 
 
 def free_share(in_flight: FloatArray, slots: FloatArray) -> FloatArray:
