@@ -332,3 +332,20 @@ def test_an_arm_is_drawn_exactly_until_its_evidence_passes_exact_below() -> None
     cached.remove_arm(0)
     assert cached.exact.tolist() == [0, 1, 3]
     assert cached.params.shape == (6, 4) and cached.draws.shape == (16, 4)
+
+
+def test_observing_many_rows_at_once_sums_what_observing_each_adds() -> None:
+    rng = np.random.default_rng(6)
+    one_by_one, at_once = LinearModels(dim=4, alpha=1.0), LinearModels(dim=4, alpha=1.0)
+    for models in (one_by_one, at_once):
+        for _ in range(3):
+            models.add_agent()
+    agents = rng.integers(0, 2, size=50)  # agent 2 learns nothing
+    xs, rewards = rng.normal(size=(50, 4)), rng.random(50)
+    for agent, x, r in zip(agents, xs, rewards, strict=True):
+        one_by_one.observe(int(agent), x, float(r))
+    at_once.observe_many(agents, xs, rewards)
+    np.testing.assert_allclose(at_once.a, one_by_one.a, rtol=1e-12)
+    np.testing.assert_allclose(at_once.b, one_by_one.b, rtol=1e-12)
+    np.testing.assert_allclose(at_once.theta, one_by_one.theta, rtol=1e-9)
+    assert (at_once.a[2] == np.eye(4)).all()

@@ -8,6 +8,8 @@ import pytest
 
 from agent_agency.arbiter.features import (
     FeatureLayout,
+    context_features,
+    context_matrix,
     decision_context,
     request_features,
     routing_request,
@@ -97,3 +99,26 @@ def test_the_prompt_length_s_name_is_reserved() -> None:
         FeatureLayout([], ["prompt_chars"], hash_buckets=2)
     with pytest.raises(ValueError, match="task t: features: 'prompt_chars' is a reserved name"):
         decision_context(_task("code", {"prompt_chars": 5000.0}))
+
+
+def test_the_matrix_of_many_contexts_is_their_vectors_stacked() -> None:
+    """`context_matrix` gives each row exactly `context_features`' vector, features hashed into
+    one bucket (two buckets for many names) added up in the same order."""
+    layout = FeatureLayout(["code"], ["tokens"], hash_buckets=2)
+    rng = np.random.default_rng(5)
+    rows = [
+        (
+            ["code", "poetry", "math"][i % 3],
+            list(Complexity)[i % 3],
+            i % 4,
+            {
+                "tokens": float(rng.normal() * 1e3),
+                **{f"f{j}": float(rng.normal() * 10**j) for j in range(i % 6)},
+                **({"prompt_chars": float(i * 37)} if i % 2 else {}),
+            },
+        )
+        for i in range(40)
+    ]
+    stacked = np.stack([context_features(layout, *row) for row in rows])
+    assert np.array_equal(context_matrix(layout, rows), stacked)
+    assert context_matrix(layout, []).shape == (0, layout.dim)

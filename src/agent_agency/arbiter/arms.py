@@ -29,7 +29,7 @@ from agent_agency.arbiter.bandits import (
     PosteriorDraws,
     reward,
 )
-from agent_agency.arbiter.features import FeatureLayout, context_features
+from agent_agency.arbiter.features import FeatureLayout, context_matrix
 from agent_agency.records import Complexity, RoutingRequest
 
 if TYPE_CHECKING:
@@ -127,9 +127,13 @@ class ArmTable:
 
     def _fold(self) -> None:
         unfolded, self._unfolded = self._unfolded, []
-        for row, task_type, complexity, requirements, context, gain in unfolded:
-            x = context_features(self._layout, task_type, complexity, requirements, context)
-            self._linear.observe(row, x, gain)
+        if not unfolded:
+            return
+        rows, task_types, complexities, requirements, contexts, gains = zip(*unfolded, strict=True)
+        xs = context_matrix(
+            self._layout, zip(task_types, complexities, requirements, contexts, strict=True)
+        )
+        self._linear.observe_many(np.array(rows, dtype=np.intp), xs, np.array(gains))
 
     # ----------------------------------------------------------------------------------------
     # Arms and task types

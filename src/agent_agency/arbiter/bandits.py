@@ -385,6 +385,19 @@ class LinearModels:
         """Add `count` observations at x whose rewards sum to `reward_sum`."""
         self.accumulate(agent, x, reward_sum, count)
 
+    def observe_many(self, agents: IndexArray, xs: FloatArray, rewards: FloatArray) -> None:
+        """`observe` of each (agent, x, reward) row, summed per agent: one Gram matrix per agent
+        that learned rather than one outer product per observation."""
+        order = np.argsort(agents, kind="stable")
+        agents, xs, rewards = agents[order], xs[order], rewards[order]
+        starts = np.flatnonzero(np.diff(agents, prepend=-1))
+        ends = [*starts[1:].tolist(), len(agents)]
+        for agent, start, end in zip(agents[starts].tolist(), starts.tolist(), ends, strict=True):
+            block = xs[start:end]
+            self.a[agent] += block.T @ block
+            self.b[agent] += rewards[start:end] @ block
+            self._stale.add(agent)
+
     def accumulate(self, agent: int, x: FloatArray, reward_sum: float, count: float) -> None:
         """Add to A and b (a negative count takes observations back)."""
         self.a[agent] += count * np.outer(x, x)

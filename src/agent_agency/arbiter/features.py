@@ -25,9 +25,11 @@ featurised again exactly as it was for off-policy evaluation; the prompt length 
 
 from __future__ import annotations
 
+import functools
 import math
 import zlib
 from collections.abc import Iterable, Mapping
+from itertools import chain
 
 import numpy as np
 import numpy.typing as npt
@@ -50,6 +52,7 @@ def squash(value: float) -> float:
     return math.copysign(math.log1p(abs(value)), value)
 
 
+@functools.lru_cache(maxsize=4096)
 def _bucket(name: str, buckets: int) -> int:
     return zlib.crc32(name.encode("utf-8")) % buckets
 
@@ -85,20 +88,50 @@ class FeatureLayout:
         features: Mapping[str, float],
     ) -> npt.NDArray[np.float64]:
         x = np.zeros(self.dim)
-        x[0] = 1.0
+        for slot, value in self._entries(
+            task_type, complexity, requirement_count, prompt_chars, features
+        ):
+            x[slot] += value
+        return x
+
+    def matrix(
+        self, rows: Iterable[tuple[str, Complexity, int, int, Mapping[str, float]]]
+    ) -> npt.NDArray[np.float64]:
+        """`vector` of each row (its arguments), stacked: one array operation for all of them."""
+        entries = [self._entries(*row) for row in rows]
+        slots, values = zip(*chain.from_iterable(entries), strict=True) if entries else ((), ())
+        at = np.repeat(np.arange(len(entries)) * self.dim, [len(row) for row in entries])
+        at += np.array(slots, dtype=np.intp)
+        # sums in input order: features hashed into one bucket add up as `vector` adds them
+        sums = np.bincount(at, weights=values, minlength=len(entries) * self.dim)
+        return np.asarray(sums, dtype=np.float64).reshape(len(entries), self.dim)
+
+    def _entries(
+        self,
+        task_type: str,
+        complexity: Complexity,
+        requirement_count: int,
+        prompt_chars: int,
+        features: Mapping[str, float],
+    ) -> list[tuple[int, float]]:
+        """The vector's nonzero entries as (slot, value) to add up, in order."""
         slot = self._type_slot.get(task_type)
         if slot is None:
             slot = self._hashed_type_start + _bucket(task_type, self.hash_buckets)
-        x[slot] = 1.0
-        x[self._numeric_start] = _COMPLEXITY_VALUE[complexity]
-        x[self._numeric_start + 1] = float(requirement_count)
-        x[self._numeric_start + 2] = math.log1p(max(prompt_chars, 0)) / 10.0
+        start = self._numeric_start
+        entries = [
+            (0, 1.0),
+            (slot, 1.0),
+            (start, _COMPLEXITY_VALUE[complexity]),
+            (start + 1, float(requirement_count)),
+            (start + 2, math.log1p(max(prompt_chars, 0)) / 10.0),
+        ]
         for name, value in features.items():
             feature_slot = self._feature_slot.get(name)
             if feature_slot is None:
                 feature_slot = self._hashed_feature_start + _bucket(name, self.hash_buckets)
-            x[feature_slot] += squash(value)
-        return x
+            entries.append((feature_slot, squash(value)))
+        return entries
 
 
 def decision_context(task: Task) -> dict[str, float]:
@@ -138,6 +171,20 @@ def context_features(
     context: Mapping[str, float],
 ) -> npt.NDArray[np.float64]:
     """`request_features` of a request's parts (what the router keeps of a learned outcome)."""
+    return layout.vector(*_vector_arguments(task_type, complexity, requirement_count, context))
+
+
+def context_matrix(
+    layout: FeatureLayout, rows: Iterable[tuple[str, Complexity, int, Mapping[str, float]]]
+) -> npt.NDArray[np.float64]:
+    """`context_features` of each row (its arguments after the layout), stacked."""
+    return layout.matrix(_vector_arguments(*row) for row in rows)
+
+
+def _vector_arguments(
+    task_type: str, complexity: Complexity, requirement_count: int, context: Mapping[str, float]
+) -> tuple[str, Complexity, int, int, dict[str, float]]:
+    """`FeatureLayout.vector`'s arguments: the prompt length apart from the other features."""
     features = {k: v for k, v in context.items() if k != PROMPT_CHARS_KEY}
     prompt_chars = int(context.get(PROMPT_CHARS_KEY, 0.0))
-    return layout.vector(task_type, complexity, requirement_count, prompt_chars, features)
+    return task_type, complexity, requirement_count, prompt_chars, features
