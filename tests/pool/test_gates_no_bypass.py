@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pool_records import make_point, one_attempt, unvalidated
 from sqlalchemy import func, select
 
-from agent_agency.data_point import DataPoint
+from agent_agency.data_point import Attempt, DataPoint
 from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer, hash_tenant
 from agent_agency.pool.point_fields import (
@@ -31,7 +31,7 @@ from agent_agency.pool.tiers import compact
 from agent_agency.pool.validation import identifier_entities
 from agent_agency.privacy.pii import checksum_entities, find_pii, pii_entities, plain_word
 from agent_agency.privacy.settings import AnonymizationPolicy
-from agent_agency.records import Message, ToolCall, utcnow
+from agent_agency.records import JudgeVerdict, Message, ToolCall, utcnow
 
 
 def _payloads(store: Store) -> dict[str, dict[str, Any]]:
@@ -380,6 +380,25 @@ def test_the_gates_value_lists_follow_their_field_lists() -> None:
     texts = dict(free_text_fields(point))
     assert texts["trajectory.0.messages.1.tool_calls.0.arguments.a.1.b"] == "y"  # a value
     assert fields["trajectory.0.messages.0.name"] == "bob"
+
+
+def test_the_gates_value_lists_follow_their_field_lists_over_attempts_and_judges() -> None:
+    point = make_point("p")
+    first = point.trajectory[0]
+    first.feedback = "try again"
+    first.turns[0].rewards[0].tool_called = "search"
+    again = [Message(role="user", content="again", name="eve"), Message(role="assistant")]
+    point.trajectory = [first, Attempt(number=2, messages=again)]
+    point.execution.failure_reason = "timeout"
+    point.evaluation.judges = [
+        JudgeVerdict(judge="j1", rationale="fine", error="late"),
+        JudgeVerdict(judge="j2"),
+    ]
+    values, texts = identifying_values(point), free_texts(point)
+    assert values == [value for _, value in identifying_fields(point)]
+    assert texts == [value for _, value in free_text_fields(point)]
+    assert {"search", "eve", "j1", "j2"} <= set(values)
+    assert {"try again", "again", "timeout", "fine", "late"} <= set(texts)
 
 
 @pytest.mark.parametrize("points", ['{"id": "p"}', {"id": "p"}])
