@@ -34,7 +34,8 @@ def test_an_existing_sqlite_file_keeps_its_page_size_and_checkpoints_by_bytes(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "pool.db"
-    with sqlite3.connect(path) as made:  # SQLite's own default page size, 4 KB
+    with sqlite3.connect(path) as made:
+        made.execute("PRAGMA page_size=4096")  # SQLite's usual default
         made.execute("CREATE TABLE t (x INTEGER)")
         made.execute("INSERT INTO t VALUES (1)")
     made.close()
