@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
 import stat
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
-from agent_agency.pool.engine import WAL_AUTOCHECKPOINT_PAGES, make_engine
+from agent_agency.pool.engine import SQLITE_PAGE_SIZE, WAL_AUTOCHECKPOINT_BYTES, make_engine
 from agent_agency.pool.store import NoPool, Store
 
 
@@ -21,9 +22,33 @@ def test_sqlite_file_connections_get_wal_and_their_pragmas(tmp_path: Path) -> No
                 return connection.execute(text(f"PRAGMA {name}")).scalar_one()
 
             assert pragma("journal_mode") == "wal"
-            assert pragma("wal_autocheckpoint") == WAL_AUTOCHECKPOINT_PAGES
+            assert pragma("page_size") == SQLITE_PAGE_SIZE
+            assert pragma("wal_autocheckpoint") == WAL_AUTOCHECKPOINT_BYTES // SQLITE_PAGE_SIZE
             assert pragma("synchronous") == 1  # NORMAL
             assert pragma("foreign_keys") == 1
+    finally:
+        engine.dispose()
+
+
+def test_an_existing_sqlite_file_keeps_its_page_size_and_checkpoints_by_bytes(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "pool.db"
+    with sqlite3.connect(path) as made:
+        made.execute("PRAGMA page_size=4096")  # SQLite's usual default
+        made.execute("CREATE TABLE t (x INTEGER)")
+        made.execute("INSERT INTO t VALUES (1)")
+    made.close()
+    engine = make_engine(f"sqlite:///{path}")
+    try:
+        with engine.connect() as connection:
+
+            def pragma(name: str) -> object:
+                return connection.execute(text(f"PRAGMA {name}")).scalar_one()
+
+            assert pragma("page_size") == 4096
+            assert pragma("wal_autocheckpoint") == WAL_AUTOCHECKPOINT_BYTES // 4096
+            assert connection.execute(text("SELECT x FROM t")).scalar_one() == 1
     finally:
         engine.dispose()
 

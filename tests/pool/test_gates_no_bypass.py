@@ -10,12 +10,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from pool_records import make_point, one_attempt, unvalidated
 from sqlalchemy import func, select
 
-from agent_agency.data_point import DataPoint
+from agent_agency.data_point import Attempt, DataPoint
 from agent_agency.pool import schema
 from agent_agency.pool.anonymize import Anonymizer, hash_tenant
 from agent_agency.pool.point_fields import (
@@ -28,9 +28,10 @@ from agent_agency.pool.prepare import prepare_batch
 from agent_agency.pool.queries import validate_quality
 from agent_agency.pool.store import Store
 from agent_agency.pool.tiers import compact
-from agent_agency.privacy.pii import find_pii, pii_entities
+from agent_agency.pool.validation import identifier_entities
+from agent_agency.privacy.pii import checksum_entities, find_pii, pii_entities, plain_word
 from agent_agency.privacy.settings import AnonymizationPolicy
-from agent_agency.records import Message, ToolCall, utcnow
+from agent_agency.records import JudgeVerdict, Message, ToolCall, utcnow
 
 
 def _payloads(store: Store) -> dict[str, dict[str, Any]]:
@@ -198,6 +199,54 @@ def test_the_word_shortcut_agrees_with_the_full_scan(word: str) -> None:
     assert pii_entities(word) == full
 
 
+_IDENTIFIERS = st.one_of(
+    st.from_regex(r"[A-Za-z0-9_]{1,40}", fullmatch=True),
+    st.uuids().map(lambda value: value.hex),
+    st.from_regex(r"\d{1,24}", fullmatch=True),
+    st.from_regex(r"[A-Z]{2}\d{2}[A-Z0-9]{8,30}", fullmatch=True),  # IBAN-like
+    st.from_regex(r"[13][a-km-zA-HJ-NP-Z1-9]{24,36}|bc1[a-z0-9]{24,40}", fullmatch=True),
+    st.from_regex(r"[a-z0-9_]{0,6}(?:ghp_|sk_|hf_|npm_|AKIA|AIza|eyJ|xox)\w{0,24}", fullmatch=True),
+    st.from_regex(r"[\w.+-]{1,12}@[a-z]{1,8}\.(?:com|org|de)", fullmatch=True),
+    st.from_regex(r"\+?\d{1,3}[ .-]?\(?\d{3}\)?[ .-]?\d{3}[ .-]?\d{4}", fullmatch=True),
+    st.sampled_from(
+        [
+            "DE89370400440532013000",  # a valid IBAN
+            "GB82WEST12345698765432",
+            "xDE89370400440532013000",
+            "1BoatSLRHtKNngkdXEeobR76b53LETtpyT",  # a valid wallet address
+            "AKIAIOSFODNN7EXAMPLE",
+            "4111111111111111",
+            "run_2026_11_16_141139",
+        ]
+    ),
+    st.text(max_size=40),
+)
+
+
+@settings(deadline=None)  # the first id Presidio checks waits for its import
+@given(_IDENTIFIERS)
+def test_the_plain_word_shortcut_of_the_identifier_gate_finds_what_both_scans_find(
+    text: str,
+) -> None:
+    if plain_word(text):
+        assert pii_entities(text) == ()
+        assert checksum_entities(text) == ()
+        assert identifier_entities(text) == ()
+    else:
+        own = {e for e in pii_entities(text) if e not in {"PHONE_NUMBER", "CREDIT_CARD", "US_SSN"}}
+        expected = tuple(sorted(own | set(checksum_entities(text))))
+        assert identifier_entities(text) == expected
+
+
+def test_ids_holding_a_checksum_entity_are_no_plain_words() -> None:
+    for text, entity in [
+        ("DE89370400440532013000", "IBAN_CODE"),
+        ("1BoatSLRHtKNngkdXEeobR76b53LETtpyT", "CRYPTO"),
+    ]:
+        assert not plain_word(text)
+        assert identifier_entities(text) == (entity,)
+
+
 def test_a_card_number_standing_alone_is_still_found_in_an_id() -> None:
     assert pii_entities("4111111111111111") == ("CREDIT_CARD",)
     assert pii_entities("order a4111111111111111") == ()  # glued to a letter: an id, not a card
@@ -331,6 +380,25 @@ def test_the_gates_value_lists_follow_their_field_lists() -> None:
     texts = dict(free_text_fields(point))
     assert texts["trajectory.0.messages.1.tool_calls.0.arguments.a.1.b"] == "y"  # a value
     assert fields["trajectory.0.messages.0.name"] == "bob"
+
+
+def test_the_gates_value_lists_follow_their_field_lists_over_attempts_and_judges() -> None:
+    point = make_point("p")
+    first = point.trajectory[0]
+    first.feedback = "try again"
+    first.turns[0].rewards[0].tool_called = "search"
+    again = [Message(role="user", content="again", name="eve"), Message(role="assistant")]
+    point.trajectory = [first, Attempt(number=2, messages=again)]
+    point.execution.failure_reason = "timeout"
+    point.evaluation.judges = [
+        JudgeVerdict(judge="j1", rationale="fine", error="late"),
+        JudgeVerdict(judge="j2"),
+    ]
+    values, texts = identifying_values(point), free_texts(point)
+    assert values == [value for _, value in identifying_fields(point)]
+    assert texts == [value for _, value in free_text_fields(point)]
+    assert {"search", "eve", "j1", "j2"} <= set(values)
+    assert {"try again", "again", "timeout", "fine", "late"} <= set(texts)
 
 
 @pytest.mark.parametrize("points", ['{"id": "p"}', {"id": "p"}])

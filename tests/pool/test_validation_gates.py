@@ -9,10 +9,15 @@ import pytest
 from pool_records import make_point, one_attempt, unvalidated
 from pydantic import ValidationError
 
+from agent_agency.data_point import DataPoint
 from agent_agency.pool.point_fields import free_text_fields, free_texts
 from agent_agency.pool.validation import (
+    _bounded,
+    _ids,
+    _unit_names,
     batch_string_reasons,
     bounds_reasons,
+    consistency_reasons,
     parse_point,
     string_reasons,
 )
@@ -65,6 +70,60 @@ def test_out_of_bounds_gate_scores_are_named_by_index() -> None:
     point = unvalidated(make_point(), "evaluation.gates", gates)
     point = unvalidated(point, "evaluation.gates.1.score", -0.1)
     assert bounds_reasons(point) == ["bounds: evaluation.gates.1.score: -0.1 is outside [0, 1]"]
+
+
+def _every_bounded_value_present() -> DataPoint:
+    """A point holding a value of every kind the bounds gate checks: gate scores, per-turn
+    rewards (in its labels and in its trajectory), advantages, a decision id."""
+    point = make_point()
+    gates = [
+        GateResult(name=name, passed=True, score=0.5, threshold=0.5, mandatory=True)
+        for name in "ab"
+    ]
+    point = unvalidated(point, "evaluation.gates", gates)
+    point = unvalidated(point, "rl_labels.turn_rewards", [0.5, 0.25])
+    return unvalidated(point, "rl_labels.advantages", [0.5, -0.5])
+
+
+def test_the_quick_bounds_check_misses_no_field() -> None:
+    point = _every_bounded_value_present()
+    assert bounds_reasons(point) == []
+    units = _unit_names(point)
+    assert {"evaluation.gates.1.score", "rl_labels.turn_rewards.1"} <= set(units)
+    assert any(name.endswith(".turn_reward") for name in units)
+    for field in units:
+        for value in (1.5, -0.5, math.nan, "x", None):
+            assert bounds_reasons(unvalidated(point, field, value)) == [
+                f"bounds: {field}: {value!r} is outside [0, 1]"
+            ], (field, value)
+    for field, _, bound in _bounded(point):
+        for value in (-1, bound + 1, math.nan, "x"):
+            assert bounds_reasons(unvalidated(point, field, value)) == [
+                f"bounds: {field}: {value!r} must be a number in [0, {bound:.0f}]"
+            ], (field, value)
+    for value in (math.inf, math.nan, "x"):
+        assert bounds_reasons(unvalidated(point, "rl_labels.advantages.1", value)) == [
+            f"bounds: rl_labels.advantages.1: {value!r} is not a finite number"
+        ]
+
+
+def test_the_quick_names_check_misses_no_field() -> None:
+    point = _every_bounded_value_present()
+    assert point.routing.decision_id is not None
+    assert consistency_reasons(point) == []
+    named = {
+        "routing.selected_agent": "empty agent name",
+        "task.task_type": "empty task type",
+        "tenant_id": "empty tenant id",
+    }
+    fields = [*[field for field, _ in _ids(point)], *named]
+    assert "routing.decision_id" in fields
+    for field in fields:
+        for value in ("", " \t", 7, *([None] if field != "routing.decision_id" else [])):
+            kind = named.get(field, "empty id")
+            assert consistency_reasons(unvalidated(point, field, value)) == [
+                f"completeness: {field}: {kind}"
+            ], (field, value)
 
 
 def test_an_assignment_is_validated_naming_its_field() -> None:

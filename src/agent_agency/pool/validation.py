@@ -29,7 +29,7 @@ from agent_agency.pool.point_fields import (
     identifying_values,
     turn_rewards,
 )
-from agent_agency.privacy.pii import checksum_entities, pii_entities, redact
+from agent_agency.privacy.pii import checksum_entities, pii_entities, plain_word, redact
 from agent_agency.records import MAX_COUNT, MAX_LATENCY_MS, RubricScores, to_utc
 from agent_agency.storable_text import all_storable, unstorable_reason
 
@@ -223,29 +223,54 @@ def _is_finite(value: Any) -> bool:
         return False
 
 
-def _all_within(
-    units: list[Any], bounded: list[tuple[str, float, float]], advantages: list[Any]
-) -> bool:
-    """`_in_unit_interval`, `_within` and `_is_finite` of every value, inlined in plain loops
-    (raises TypeError for a value that is not a number)."""
-    for value in units:
-        if not 0.0 <= value <= 1.0:  # NaN fails every comparison
+def _all_within(point: DataPoint) -> bool:
+    """Whether every value of `_unit_values` lies in [0, 1], every one of `_bounded` in [0, its
+    bound] and every advantage is finite, decided in plain comparisons without building those
+    lists (raises TypeError for a value that is not a number)."""
+    evaluation, routing, execution, labels = (
+        point.evaluation,
+        point.routing,
+        point.execution,
+        point.rl_labels,
+    )
+    if not (  # NaN fails every comparison
+        0.0 <= evaluation.quality_score <= 1.0
+        and 0.0 <= labels.reward <= 1.0
+        and 0.0 <= routing.confidence <= 1.0
+        and 0.0 <= routing.propensity <= 1.0
+        and 0.0 <= execution.tool_call_success_rate <= 1.0
+        and 0 <= execution.latency_ms <= MAX_LATENCY_MS
+        and 0 <= execution.input_tokens <= MAX_COUNT
+        and 0 <= execution.output_tokens <= MAX_COUNT
+        and 0 <= execution.tokens_used <= MAX_COUNT
+        and 0 <= execution.iterations <= MAX_COUNT
+        and 0 <= execution.tool_call_count <= MAX_COUNT
+        and 0 <= routing.candidates <= MAX_COUNT
+    ):
+        return False
+    for gate in evaluation.gates:
+        if not 0.0 <= gate.score <= 1.0:
             return False
-    for _, value, bound in bounded:
-        if not 0 <= value <= bound:
+    for value in chain(_RUBRIC_VALUES(evaluation.rubric), labels.turn_rewards):
+        if not 0.0 <= value <= 1.0:
             return False
-    return all(map(math.isfinite, advantages))
+    for attempt in point.trajectory:
+        for turn in attempt.turns:
+            for reward in turn.rewards:
+                if not 0.0 <= reward.turn_reward <= 1.0:
+                    return False
+    return labels.advantages is None or all(map(math.isfinite, labels.advantages))
 
 
 def bounds_reasons(point: DataPoint) -> list[str]:
-    units = _unit_values(point)
-    bounded = _bounded(point)
-    advantages = point.rl_labels.advantages or []
     try:  # the common case, decided without naming the fields
-        if _all_within(units, bounded, advantages):
+        if _all_within(point):
             return []
     except TypeError:  # a value that is not a number: named below
         pass
+    units = _unit_values(point)
+    bounded = _bounded(point)
+    advantages = point.rl_labels.advantages or []
     reasons = []
     for field, value in zip(_unit_names(point), units, strict=True):
         if not _in_unit_interval(value):
@@ -296,16 +321,40 @@ def consistency_reasons(point: DataPoint) -> list[str]:
         reasons.append(
             "consistency: execution.tool_call_success_rate: no tool calls but a partial rate"
         )
-    for field, value in _ids(point):
-        if _is_blank(value):
-            reasons.append(f"completeness: {field}: empty id")
+    if not _all_named(point):
+        reasons += _blank_name_reasons(point)
+    return reasons + trajectory_reasons(point)
+
+
+def _all_named(point: DataPoint) -> bool:
+    """Whether none of `_blank_name_reasons` applies, decided without naming the fields."""
+    task, routing = point.task, point.routing
+    for value in (
+        point.id,
+        task.task_id,
+        point.execution.execution_id,
+        point.evaluation.evaluation_id,
+        routing.selected_agent,
+        task.task_type,
+        point.tenant_id,
+    ):
+        if not (isinstance(value, str) and value.strip()):
+            return False
+    decision_id = routing.decision_id
+    return decision_id is None or (isinstance(decision_id, str) and bool(decision_id.strip()))
+
+
+def _blank_name_reasons(point: DataPoint) -> list[str]:
+    reasons = [
+        f"completeness: {field}: empty id" for field, value in _ids(point) if _is_blank(value)
+    ]
     if _is_blank(point.routing.selected_agent):
         reasons.append("completeness: routing.selected_agent: empty agent name")
     if _is_blank(point.task.task_type):
         reasons.append("completeness: task.task_type: empty task type")
     if _is_blank(point.tenant_id):
         reasons.append("completeness: tenant_id: empty tenant id")
-    return reasons + trajectory_reasons(point)
+    return reasons
 
 
 def trajectory_reasons(point: DataPoint) -> list[str]:
@@ -389,9 +438,11 @@ _DIGIT_SHAPED = frozenset({"PHONE_NUMBER", "CREDIT_CARD", "US_SSN"})
 
 def identifier_entities(text: str) -> tuple[str, ...]:
     """The entity types the privacy gate holds against an id or a name (`identifying_fields`)."""
+    if plain_word(text):
+        return ()  # the common case (every unique id of a batch), decided in three searches
     found, checked = pii_entities(text), checksum_entities(text)
     if not (found or checked):
-        return ()  # the common case (every unique id of a batch), without building a set
+        return ()
     own = [entity for entity in found if entity not in _DIGIT_SHAPED]
     return tuple(sorted({*own, *checked}))
 

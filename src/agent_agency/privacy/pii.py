@@ -32,6 +32,7 @@ from agent_agency.privacy.presidio import (
     PRESIDIO_TRIGGERS,
     UNUSED_FRAMEWORKS,
     checksum_entities,
+    checksum_trigger_in_word,
     import_presidio,
     presidio_analyzer,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "may_hold_pii",
     "may_redact",
     "pii_entities",
+    "plain_word",
     "presidio_analyzer",
     "redact",
     "text_outside",
@@ -371,9 +373,21 @@ def _entities_cached(text: str) -> tuple[str, ...]:
 _WORD = re.compile(r"\w+", re.ASCII)
 
 
+def _plain_to_ours(text: str) -> bool:
+    """True for a `_WORD`, not all digits, holding no provider's token prefix: our recognizers
+    find nothing in it."""
+    return bool(_WORD.fullmatch(text)) and not text.isdigit() and not PROVIDER_NEEDS.search(text)
+
+
+def plain_word(text: str) -> bool:
+    """True for a word in which neither our recognizers (`pii_entities`) nor the checksum ones
+    (`checksum_entities`) find anything, decided without either: most ids and names."""
+    return _plain_to_ours(text) and not checksum_trigger_in_word(text)
+
+
 def pii_entities(text: str) -> tuple[str, ...]:
     """The entity types our own recognizers find in `text`, sorted (the privacy gate's check)."""
-    if _WORD.fullmatch(text) and not text.isdigit() and not PROVIDER_NEEDS.search(text):
+    if _plain_to_ours(text):
         return ()
     if not _flagged(text):
         return ()

@@ -168,6 +168,13 @@ def _checksum_recognizers() -> tuple[Any, ...]:
     return IbanRecognizer(), CryptoRecognizer()
 
 
+def checksum_trigger_in_word(word: str) -> bool:
+    """Whether `checksum_entities`' trigger matches in `word`, an ASCII word (letters, digits
+    and '_' only): each of its patterns starts at a word boundary, which such a word has only at
+    its start, so it is tried there alone."""
+    return _CHECKSUM_TRIGGER.match(word) is not None
+
+
 def checksum_entities(text: str) -> tuple[str, ...]:
     """The entity types Presidio finds in `text` with a valid checksum (IBAN, crypto wallet
     address), sorted; asked only when their trigger matches."""
