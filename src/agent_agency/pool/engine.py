@@ -15,11 +15,12 @@ from sqlalchemy.engine import URL, make_url
 # ~4 MB, and each checkpoint pays an fsync of the database file.
 WAL_AUTOCHECKPOINT_BYTES = 10_000 * 4096
 # The page size of a new database file (an existing one keeps its own: SQLite fixes it when the
-# file is created). With 8 KB rather than SQLite's 4 KB pages, the rows of a batch of data points
-# (~1.5 KB of JSON each) and their index entries fill fewer pages: a commit writes fewer pages to
-# the WAL. Measured on 10,000 benchmark points in batches of 100: about 4% less CPU per point
-# ingested and a 30% smaller file.
-SQLITE_PAGE_SIZE = 8192
+# file is created). A data point's row (~2 KB with its JSON) fills half of SQLite's 4 KB page, so
+# each point wrote a page of its own; 16 KB pages hold seven. 10,000 of bench_ingest's points:
+# 44.6 MB at 4 KB, 31.1 at 8 KB, 27.7 at 16 KB; bench_pool's points with a conversation: 4.63,
+# 4.65 and 3.89 KB a point. Ingest ~4-9% less CPU a point than at 4 KB, the same at 8 and 16 KB
+# with the checkpoints counted (30,000 points).
+SQLITE_PAGE_SIZE = 16_384
 # How long a SQLite connection waits for another process's lock before it fails ("database is
 # locked", which `db_errors` turns into a message naming the file).
 SQLITE_LOCK_TIMEOUT_S = 30
