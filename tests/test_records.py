@@ -4,18 +4,27 @@ from __future__ import annotations
 
 import os
 import random
+import time
 import uuid
 
 from agent_agency.records import new_id
 
 
-def test_new_ids_are_distinct_uuid4_hex() -> None:
+def test_new_ids_are_distinct_uuid7_hex_in_the_order_they_were_made() -> None:
+    before = time.time_ns() // 1_000_000
     ids = [new_id() for _ in range(10_000)]
+    after = time.time_ns() // 1_000_000
     assert len(set(ids)) == len(ids)
-    for drawn in ids[:100]:
+    for drawn in ids:
         parsed = uuid.UUID(drawn)
         assert parsed.hex == drawn
-        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+        assert parsed.version == 7 and parsed.variant == uuid.RFC_4122
+        assert before <= parsed.int >> 80 <= after  # Unix time in milliseconds
+    made = [uuid.UUID(drawn).int >> 80 for drawn in ids]
+    assert made == sorted(made)
+    # the 74 random bits vary in every position
+    randoms = [uuid.UUID(drawn).int & ((1 << 62) - 1) for drawn in ids]
+    assert all(any(r >> bit & 1 for r in randoms) for bit in range(62))
 
 
 def test_seeding_the_random_module_does_not_repeat_ids() -> None:
