@@ -7,7 +7,8 @@ The JSON holds the machine, the 1-minute load average before and after each benc
 installed peers (MABWiser, the OpenTelemetry SDK: `pip install -e ".[bench]"`), and per
 benchmark its command, exit status, duration and figures: the routing, regret, tracking and
 ingest benchmarks write theirs as JSON (`--json`), the others are recorded by the RESULTS.md
-sections they rewrote. A full run rewrites the sections of RESULTS.md; `--quick` runs the
+sections they rewrote. A full run rewrites the sections of RESULTS.md, each up to its notes
+(`results.NOTES`: what is written by hand below that line is kept); `--quick` runs the
 routing, regret, tracking and ingest benchmarks on smaller samples in a couple of minutes and
 leaves RESULTS.md alone.
 """

@@ -1,7 +1,9 @@
 """Write one benchmark's section of benchmarks/RESULTS.md, leaving the other sections alone.
 
 Every benchmark script calls `write_section(title, body)`; the section is everything from its
-`## title` heading to the next `## ` heading.
+`## title` heading to the next `## ` heading. What follows the `NOTES` line of a section (the
+history of its figures and what changed them, written by hand) is kept when the benchmark
+rewrites the section; everything before it is the benchmark's own.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ HEADER = (
 )
 
 
+NOTES = "<!-- Notes below are written by hand; a rerun of the benchmark keeps them. -->"
+
+
 def machine_note() -> str:
     day, python = f"{datetime.now(UTC):%Y-%m-%d}", platform.python_version()
     return f"{day}, {os.cpu_count()} cores, Python {python}, {platform.machine()}"
@@ -31,9 +36,13 @@ def machine_note() -> str:
 
 def write_section(title: str, body: str) -> None:
     text = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else HEADER
-    section = f"## {title}\n\n_Measured {machine_note()}._\n\n{body.strip()}\n\n"
     pattern = re.compile(rf"^## {re.escape(title)}\n.*?(?=^## |\Z)", re.MULTILINE | re.DOTALL)
-    if pattern.search(text):
+    found = pattern.search(text)
+    notes = f"{NOTES}\n\n"
+    if found is not None and NOTES in found.group(0):
+        notes = found.group(0)[found.group(0).index(NOTES) :]
+    section = f"## {title}\n\n_Measured {machine_note()}._\n\n{body.strip()}\n\n{notes}"
+    if found is not None:
         text = pattern.sub(lambda _: section, text, count=1)
     else:
         text = text.rstrip("\n") + "\n\n" + section

@@ -57,3 +57,28 @@ def test_the_scaling_configurations_are_what_their_labels_say() -> None:
     assert widest.tasks_in_flight() == 32
     assert [spec.name for spec in widest.team()] == ["direct", "stepwise", "toolsmith"]
     assert {spec.call_slots() for spec in widest.team()} == {16}
+
+
+def test_a_rewritten_section_keeps_the_notes_below_its_marker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import results
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    monkeypatch.setattr(results, "RESULTS", tmp_path / "RESULTS.md")
+    results.write_section("Speed", "| figure | 1 |")
+    results.write_section("Other", "other figures")
+    first = results.RESULTS.read_text()
+    assert first.count(results.NOTES) == 2
+    # a note written by hand below the marker, then the benchmark runs again
+    results.RESULTS.write_text(
+        first.replace(results.NOTES, f"{results.NOTES}\n\nWhy 1 and not 2.", 1)
+    )
+    results.write_section("Speed", "| figure | 3 |")
+    text = results.RESULTS.read_text()
+    speed = text[text.index("## Speed") : text.index("## Other")]
+    assert "| figure | 3 |" in speed and "| figure | 1 |" not in speed
+    assert speed.index("| figure | 3 |") < speed.index(results.NOTES) < speed.index("Why 1")
+    assert text.count("Why 1 and not 2.") == 1 and "other figures" in text
