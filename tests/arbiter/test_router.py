@@ -11,11 +11,12 @@ from routing_helpers import agents, chosen, request, settings, task
 from agent_agency.agent_spec import AgentSpec
 from agent_agency.arbiter.bandits import LinearModels, reward
 from agent_agency.arbiter.breaker import BreakerState
+from agent_agency.arbiter.explain import candidate_scores
 from agent_agency.arbiter.features import request_features, routing_request
 from agent_agency.arbiter.router import NoAgentAvailable, Router
 from agent_agency.arbiter.settings import RoutingSettings
 from agent_agency.config import parse_config
-from agent_agency.records import RoutingDecision, RoutingStrategy
+from agent_agency.records import CandidateScore, RoutingDecision, RoutingStrategy
 from agent_agency.sections import ConfigError
 
 ALL = list(RoutingStrategy)
@@ -339,6 +340,30 @@ def test_every_candidate_of_a_large_decision_is_filled_and_the_top_ones_explaine
         assert c.performance_score == pytest.approx((10 + i + 1) / 52)
         assert c.capability_score == 1.0
     assert sum(c.propensity for c in decision.candidates) == pytest.approx(1.0)
+
+
+def test_a_candidate_table_built_without_validation_is_what_validation_gives() -> None:
+    """The candidate records are built without validating each (`explain.candidate_scores`):
+    they equal the validated ones, dump alike, stay validated on assignment; a number that
+    fails the check at once makes them dicts, which the decision's validation names."""
+    router = Router(agents("a", "b", "c"), settings=settings(RoutingStrategy.THOMPSON))
+    decision = router.decide(request())
+    for candidate in decision.candidates:
+        again = CandidateScore.model_validate(candidate.model_dump())
+        assert candidate == again and candidate.model_fields_set == again.model_fields_set
+        assert candidate.model_dump_json() == again.model_dump_json()
+    with pytest.raises(ValidationError):
+        decision.candidates[0].propensity = 2.0
+    arrays = [np.array([0.5, 0.5]) for _ in range(4)]
+    good = candidate_scores("thompson", ["a@1", "b@1"], *arrays, np.array([0.5, 0.5]), 0)
+    assert all(isinstance(row, CandidateScore) for row in good)
+    arrays[1] = np.array([0.5, np.nan])
+    bad = candidate_scores("thompson", ["a@1", "b@1"], *arrays, np.array([0.5, 0.5]), 0)
+    assert all(isinstance(row, dict) for row in bad)
+    with pytest.raises(ValidationError, match="performance_score"):
+        RoutingDecision.model_validate({**decision.model_dump(), "candidates": bad})
+    outside = candidate_scores("thompson", ["a@1", "b@1"], *arrays[:1] * 4, np.array([1.5, 0]), 0)
+    assert all(isinstance(row, dict) for row in outside)
 
 
 def test_in_flight_loads_are_matched_to_agents_and_checked_in_order() -> None:

@@ -3,9 +3,10 @@ its secondary factors, and the reason of a refusal.
 
 A decision's primary reason, candidate table, secondary factors, confidence and propensity are
 computed when first read (`Rationale`, `RoutingDecision.explained_later`), from values the router
-copied or fixed at decision time: formatting and validating 100 candidates costs several times the
-decision itself, and most decisions are only read when the tracker persists them, off the
-caller's thread."""
+copied or fixed at decision time: formatting 100 candidates costs several times the decision
+itself, and most decisions are only read when the tracker persists them, off the caller's thread.
+The candidate records are built without validating each one: their numbers are checked at once
+(`candidate_scores`)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,13 @@ from agent_agency.arbiter.bandits import (
     posterior_mean_reward,
 )
 from agent_agency.arbiter.choice import Choice
-from agent_agency.records import RoutingRefusal, RoutingRequest, RoutingStrategy
+from agent_agency.records import (
+    CandidateScore,
+    RoutingRefusal,
+    RoutingRequest,
+    RoutingStrategy,
+    unvalidated,
+)
 
 LISTED_NAMES = 5  # agent names spelled out in a secondary factor before "and N more"
 EXPLAINED = 4  # non-selected candidates whose selection reason spells out their numbers
@@ -205,13 +212,16 @@ def candidate_scores(
     scores: FloatArray,
     probabilities: FloatArray,
     position: int,
-) -> list[dict[str, object]]:
-    """The CandidateScore fields of every candidate, as dicts.
+) -> list[CandidateScore] | list[dict[str, Any]]:
+    """Every candidate's CandidateScore.
 
     Every field of every candidate is filled. The selection reason spells out the numbers for
     the selected agent and the `EXPLAINED` next-highest scores; the others share one sentence
     (their score and P(selected) are in `final_score` and `propensity`), so a decision over
-    100 candidates formats a handful of strings instead of a hundred.
+    100 candidates formats a handful of strings instead of a hundred. The records are built
+    without validating each of them when every number is finite and every propensity in
+    [0, 1], checked at once; otherwise they are returned as dicts, which the decision's
+    validation rejects naming the field.
     """
     finals = scores.tolist()
     propensities = probabilities.tolist()
@@ -228,7 +238,7 @@ def candidate_scores(
     highest = finals[position] >= max(finals)
     rank = "highest" if highest else "exploratory draw, not the highest"
     reasons[position] = f"selected: {rank} {strategy} score"
-    return [
+    rows = [
         {
             "agent": agent,
             "capability_score": capable,
@@ -249,3 +259,7 @@ def candidate_scores(
             strict=True,
         )
     ]
+    numbers = np.concatenate([capability, performance, load, scores])
+    if np.isfinite(numbers).all() and ((probabilities >= 0.0) & (probabilities <= 1.0)).all():
+        return [unvalidated(CandidateScore, row) for row in rows]
+    return rows
