@@ -116,6 +116,28 @@ def canonical_json(payload: Mapping[str, Any]) -> str:
     )
 
 
+def storable_canonical_json(payload: Mapping[str, Any]) -> str:
+    """`canonical_json(storable_json(payload))`: what no database can store (a NUL in a model's
+    answer, a lone surrogate, NaN or infinity) replaced, storable_text's rule. `payload` is
+    walked only when its JSON holds one of them (or a backslash before "u0000"): a routing
+    decision's 100 candidates are some 800 values, and walking them cost as much as the JSON."""
+    try:
+        document = json.dumps(
+            payload,
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+            allow_nan=False,
+            default=str,
+        )
+        document.encode()  # a lone surrogate has no UTF-8 form
+    except ValueError:  # NaN or infinity; UnicodeEncodeError is one too
+        return canonical_json(storable_json(payload))
+    if "\\u0000" in document:  # a NUL, escaped
+        return canonical_json(storable_json(payload))
+    return document
+
+
 def _timestamp(moment: datetime) -> str:
     # SQLite hands timestamps back without a zone; every stored timestamp is UTC.
     if moment.tzinfo is not None:
@@ -141,8 +163,7 @@ def _validated(kind: str, record_id: str, payload: Mapping[str, Any]) -> tuple[s
         raise ValueError("record_id: must not be empty")
     if not isinstance(payload, Mapping):
         raise ValueError(f"payload: must be a mapping, got {type(payload).__name__}")
-    # What no database can store (a NUL in a model's answer) replaced: storable_text's rule.
-    return kind, record_id, canonical_json(storable_json(payload))
+    return kind, record_id, storable_canonical_json(payload)
 
 
 _TEXT_COLUMNS = ("kind", "record_id", "payload", "prev_hash", "entry_hash")
