@@ -340,22 +340,29 @@ _Model = TypeVar("_Model", bound=BaseModel)
 
 def unvalidated(
     cls: type[_Model],
-    fields: dict[str, Any],
+    rows: list[dict[str, Any]],
     *,
     fields_set: set[str] | None = None,
     private: dict[str, Any] | None = None,
-) -> _Model:
-    """A `cls` whose field dict is `fields` itself, every field of it given a valid value,
-    without validation (`model_construct` without its per-field work, several times cheaper):
-    only for values the caller has checked, such as the router's candidate table
-    (`explain.candidate_scores`). `fields_set`: the fields given (default: all of `fields`);
-    `private`: the private attributes' values."""
-    record = cls.__new__(cls)
-    _SET_DICT(record, fields)
-    _SET_FIELDS_SET(record, set(fields) if fields_set is None else fields_set)
-    _SET_EXTRA(record, None)
-    _SET_PRIVATE(record, private)
-    return record
+) -> list[_Model]:
+    """A `cls` for each of `rows`, whose field dict is that row itself, without validation
+    (`model_construct` without its per-field work, several times cheaper): only for values the
+    caller has checked, such as the router's candidate table (`explain.candidate_scores`).
+    Every row gives every field a valid value. `fields_set`: the fields given, one set shared
+    by the records (default: every field of `cls`; assigning a field given adds nothing to it);
+    `private`: the private attributes' values, for a single row."""
+    if fields_set is None:
+        fields_set = set(cls.model_fields)
+    new = cls.__new__
+    records = []
+    for fields in rows:
+        record = new(cls)
+        _SET_DICT(record, fields)
+        _SET_FIELDS_SET(record, fields_set)
+        _SET_EXTRA(record, None)
+        _SET_PRIVATE(record, private)
+        records.append(record)
+    return records
 
 
 class CandidateScore(Record):
@@ -414,7 +421,10 @@ class RoutingDecision(RoutingRequest):
         for name, factory in factories:
             if name not in fields:
                 values[name] = factory()
-        return unvalidated(cls, values, fields_set=set(fields), private={"_explain": explain})
+        [decision] = unvalidated(
+            cls, [values], fields_set=set(fields), private={"_explain": explain}
+        )
+        return decision
 
     def _explained(self) -> RoutingDecision:
         private = self.__pydantic_private__ or {}

@@ -261,5 +261,5 @@ def candidate_scores(
     ]
     numbers = np.concatenate([capability, performance, load, scores])
     if np.isfinite(numbers).all() and ((probabilities >= 0.0) & (probabilities <= 1.0)).all():
-        return [unvalidated(CandidateScore, row) for row in rows]
+        return unvalidated(CandidateScore, rows)
     return rows
