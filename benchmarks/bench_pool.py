@@ -29,6 +29,7 @@ from sqlalchemy import text
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "pool"))
 from pool_records import make_point  # noqa: E402
 
+from agent_agency.collector import collector_paused  # noqa: E402
 from agent_agency.data_point import DataPoint
 from agent_agency.pool import schema  # noqa: E402
 from agent_agency.pool.anonymize import Anonymizer  # noqa: E402
@@ -40,7 +41,7 @@ from agent_agency.pool.ingest_workers import (  # noqa: E402
     prepare_as_worker,
 )
 from agent_agency.pool.point_inserts import insert_points  # noqa: E402
-from agent_agency.pool.prepare import PreparedBatch, collector_paused, data_point_row  # noqa: E402
+from agent_agency.pool.prepare import PreparedBatch, data_point_row  # noqa: E402
 from agent_agency.pool.queries import get_agent_statistics  # noqa: E402
 from agent_agency.pool.settings import PoolSettings  # noqa: E402
 from agent_agency.pool.store import Store  # noqa: E402

@@ -40,11 +40,12 @@ from sqlalchemy import insert
 from agent_agency.agent_spec import AgentSpec
 from agent_agency.arbiter.router import Router
 from agent_agency.arbiter.settings import RoutingSettings
-from agent_agency.caws.audit import storable_canonical_json
+from agent_agency.caws.audit import AuditLog, audit_key, storable_canonical_json
 from agent_agency.pool.record_rows import stored_payload
 from agent_agency.pool.schema import agent_task_aggregates
 from agent_agency.pool.store import Store
 from agent_agency.records import RoutingDecision, RoutingRequest, RoutingStrategy
+from agent_agency.tracking.tracker import Tracker
 
 from results import bench_main
 
@@ -289,6 +290,37 @@ def tracked_costs(router: Router, work: Workload, decisions: int) -> dict[str, f
     return {stage: float(np.median(spent)) / 1e3 for stage, spent in stages.items()}
 
 
+def tracked_calls(router: Router, work: Workload, decisions: int) -> dict[str, float]:
+    """The caller's side while a real tracker stores every decision (its record and audit entry,
+    in a SQLite pool): each iteration decides, records the decision and learns its outcome,
+    back to back, timed by the wall clock. The tracker's writer thread shares the GIL with the
+    caller, and the garbage it makes can bring on full collections on either thread."""
+    calls: list[int] = []
+    with tempfile.TemporaryDirectory() as folder:
+        store = Store.open(f"sqlite:///{Path(folder) / 'tracked.db'}")
+        audit = AuditLog(store.engine, audit_key(b"bench_routing"))
+        started = time.perf_counter()
+        with Tracker(store, audit=audit, spill_dir=folder) as tracker:
+            for j in range(decisions):
+                t0 = time.perf_counter_ns()
+                decision = router.decide(work.requests[j])
+                tracker.record(decision)
+                router.update(decision, success=bool(j % 2), quality=float(j % 2))
+                calls.append(time.perf_counter_ns() - t0)
+        elapsed = time.perf_counter() - started  # the last batch stored
+        store.close()
+    us = np.array(calls) / 1e3
+    p50, p99, p999 = np.percentile(us, [50, 99, 99.9])
+    return {
+        "decisions": decisions,
+        "per_s": decisions / elapsed,
+        "p50_us": float(p50),
+        "p99_us": float(p99),
+        "p99_9_us": float(p999),
+        "max_us": float(us.max()),
+    }
+
+
 def run(quick: bool = False) -> dict[str, Any]:
     decisions = (QUICK_DECISIONS if quick else DECISIONS) + WARMUP
     rng = np.random.default_rng(0)
@@ -330,9 +362,11 @@ def run(quick: bool = False) -> dict[str, Any]:
             step(j)
         results[label] = {op: timings.summary(f"{label} {op}") for op in ("decide", "update")}
     tracked = tracked_costs(router, work, min(decisions, 2_000))
+    calls = tracked_calls(router, work, min(decisions, 3_000))
     load.append(os.getloadavg()[0])
     return {
         "tracked_us": tracked,
+        "tracked_calls": calls,
         "agents": AGENTS,
         "task_types": TYPES,
         "decisions": decisions - WARMUP,
@@ -381,7 +415,9 @@ def section(figures: dict[str, Any]) -> str:
         + f".\n\nFolding {OUTCOMES:,} outcomes into {AGENTS * TYPES:,} arm aggregates (numpy): "
         f"{restore['fold_s']:.2f} s. Restore from a SQLite pool: `Store.task_aggregates()` "
         f"{restore['read_s'] * 1e3:.1f} ms + `Router.warm_start` "
-        f"{restore['warm_start_s'] * 1e3:.1f} ms." + _tracked_note(figures.get("tracked_us"))
+        f"{restore['warm_start_s'] * 1e3:.1f} ms."
+        + _tracked_note(figures.get("tracked_us"))
+        + _calls_note(figures.get("tracked_calls"))
     )
 
 
@@ -393,6 +429,19 @@ def _tracked_note(tracked: dict[str, float] | None) -> str:
         f"\n\nWhat the tracker's writer thread pays to store a decision of {AGENTS} candidates "
         f"(CPU µs, p50 of 2,000 Thompson decisions): {parts}; "
         f"{sum(tracked.values()):.0f} in all (`tracked_costs`)."
+    )
+
+
+def _calls_note(calls: dict[str, float] | None) -> str:
+    if not calls:
+        return ""
+    return (
+        " With a tracker storing every decision (its record and audit entry, SQLite), the "
+        "caller deciding, recording and learning back to back (`tracked_calls`, "
+        f"{calls['decisions']:,.0f} decisions): {calls['per_s']:,.0f} decisions/s, each "
+        f"iteration p50 "
+        f"{calls['p50_us']:.0f} µs, p99 {calls['p99_us']:,.0f}, p99.9 {calls['p99_9_us']:,.0f}, "
+        f"max {calls['max_us']:,.0f}."
     )
 
 

@@ -11,13 +11,13 @@ import pytest
 from pool_records import T0, make_point, unvalidated
 from sqlalchemy import func, select
 
+from agent_agency.collector import collector_paused
 from agent_agency.data_point import DataPoint
 from agent_agency.pool import schema
 from agent_agency.pool import sql_store as store_module
 from agent_agency.pool.prepare import (
     QUARANTINE_EXCERPT_CHARS,
     QUARANTINE_MAX_CHARS,
-    collector_paused,
 )
 from agent_agency.pool.queries import BatchCriteria, get_batch
 from agent_agency.pool.reward_budget import BUDGET_EXHAUSTED

@@ -1,3 +1,4 @@
+import gc
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -428,3 +429,34 @@ def test_replay_refuses_a_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     (tmp_path / "spills").mkdir()
     result = CliRunner().invoke(app, ["replay", "spills", "--db", "x.db"])
     assert result.exit_code == 2 and "FILE: file 'spills' is a directory" in result.output
+
+
+class CollectorWatch:
+    """The real store, noting whether the cyclic collector was on during each write."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.collector_on: list[bool] = []
+
+    def write_records(self, **records: Any) -> None:
+        self.collector_on.append(gc.isenabled())
+        self.store.write_records(**records)
+
+    def ingest(self, points: Any, *, strict: bool) -> Any:
+        return self.store.ingest(points, strict=strict)
+
+
+def test_the_writer_pauses_the_cyclic_collector_while_it_writes_a_batch(
+    store: Store, tmp_path: Path
+) -> None:
+    """A batch's objects (a decision's candidate table: hundreds per decision) die with it;
+    collected while it is written, they were promoted and brought on full collections that
+    stalled the caller's thread (collector.py). The collector is on again afterwards."""
+    sink = CollectorWatch(store)
+    with Tracker(sink, spill_dir=tmp_path, batch_size=2) as tracker:
+        for n in range(4):
+            tracker.record(decision(n))
+        tracker.flush()
+        assert sink.collector_on == [False, False]
+        assert gc.isenabled()
+    assert count(store, routing_decisions) == 4

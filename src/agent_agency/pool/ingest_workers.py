@@ -25,12 +25,12 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import date
 
+from agent_agency.collector import collector_paused
 from agent_agency.pool.anonymize import Anonymizer
 from agent_agency.pool.point_inserts import sqlite_point_parameters
 from agent_agency.pool.prepare import (
     IngestReport,
     PreparedBatch,
-    collector_paused,
     prepare_batch,
 )
 from agent_agency.pool.settings import PoolSettings

@@ -8,11 +8,9 @@ commits the result in one transaction. Worker processes run this half too
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -187,25 +185,6 @@ class PreparedBatch:
     rows: dict[str, dict[str, Any]] | None = None  # by point id (each id once)
     sqlite_parameters: list[tuple[Any, ...]] | None = None  # `rows` bound for SQLite, rows None
     points: list[DataPoint] = field(default_factory=list)  # when rows are built after noise
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector paused for one batch, then restored if it was on.
-
-    A batch allocates tens of thousands of objects that live until it ends and are then freed by
-    reference counting. With the collector on they are walked by young collections, promoted,
-    and trigger full collections that walk every object the process holds (~100 ms and more
-    once Presidio is loaded): measured at about a third of the cost of ingesting JSON text.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def prepare_batch(

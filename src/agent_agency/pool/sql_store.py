@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sqlalchemy import ColumnElement, Connection, Engine, func, select, true
 
+from agent_agency.collector import collector_paused
 from agent_agency.data_point import DataPoint
 from agent_agency.pool import arm_totals, schema
 from agent_agency.pool.arm_totals import AgentTaskSummary, ArmAggregate
@@ -24,7 +25,6 @@ from agent_agency.pool.point_inserts import fresh_ids, insert_points, insert_sql
 from agent_agency.pool.prepare import (
     IngestReport,
     PreparedBatch,
-    collector_paused,
     point_rows,
     prepare_batch,
 )

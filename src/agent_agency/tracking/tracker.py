@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
+from agent_agency.collector import collector_paused
 from agent_agency.data_point import DataPoint
 from agent_agency.db_errors import retried_write_error_reason
 from agent_agency.jsonl import not_an_object, read_lines
@@ -364,7 +365,8 @@ class Tracker:
                 if len(batch) < self._batch_size:
                     continue
             try:
-                self._write(batch)
+                with collector_paused():  # a batch's objects die with it: see collector.py
+                    self._write(batch)
             except BaseException as error:  # keep draining: a dead writer would hang flush()
                 self.fatal_error = error
                 self.lost_records += len(batch)

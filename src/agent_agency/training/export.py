@@ -18,13 +18,11 @@ writes the same files under the same id and records nothing new.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -32,6 +30,7 @@ from typing import Any
 
 from sqlalchemy import insert, select
 
+from agent_agency.collector import collector_paused
 from agent_agency.pool import schema
 from agent_agency.pool.point_stream import stream_facts, stream_payloads
 from agent_agency.pool.sql_store import SqlStore
@@ -143,23 +142,8 @@ def export_batch(
     `ExportError` when nothing is selected or (unless `check` is False: a test's or a trial's
     small batch) the prerequisites are not met; the phase's filters apply either way."""
     phase = DEFAULT_PHASE[format_] if phase is None else phase
-    with _collector_paused():
+    with collector_paused():
         return _export(store, settings, format_, out, selection, phase, graders or {}, now, check)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cycle collector off while an export runs: the first pass keeps a record per
-    point, and each full collection would walk them all again (a quarter of a 100,000-point
-    export's time). Its rows and decoded points are freed as it goes (no cycles); the few cycles
-    it makes (a database connection's) are collected once the collector is back on."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _export(
