@@ -348,9 +348,10 @@ def unvalidated(
     """A `cls` for each of `rows`, whose field dict is that row itself, without validation
     (`model_construct` without its per-field work, several times cheaper): only for values the
     caller has checked, such as the router's candidate table (`explain.candidate_scores`).
-    Every row gives every field a valid value. `fields_set`: the fields given, one set shared
-    by the records (default: every field of `cls`; assigning a field given adds nothing to it);
-    `private`: the private attributes' values, for a single row."""
+    A field a row leaves out must be served another way (a decision's deferred rationale).
+    `fields_set`: the fields given, one set shared by the records (default: every field of
+    `cls`; assigning a field given adds nothing to it); `private`: the private attributes'
+    values, for a single row."""
     if fields_set is None:
         fields_set = set(cls.model_fields)
     new = cls.__new__
