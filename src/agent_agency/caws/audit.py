@@ -47,6 +47,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
+from agent_agency.gil import each_offering_gil
 from agent_agency.pool.schema import (
     IDS_PER_QUERY,
     audit_log,
@@ -156,6 +157,10 @@ def entry_hash(
     return digest.hexdigest()
 
 
+def _validated_item(item: tuple[str, str, Mapping[str, Any]]) -> tuple[str, str, str]:
+    return _validated(*item)
+
+
 def _validated(kind: str, record_id: str, payload: Mapping[str, Any]) -> tuple[str, str, str]:
     if kind not in AUDIT_KINDS:
         raise ValueError(f"kind: must be one of {', '.join(AUDIT_KINDS)}, got {kind!r}")
@@ -262,7 +267,7 @@ class AuditLog:
     def append_many(self, items: Iterable[tuple[str, str, Mapping[str, Any]]]) -> list[AuditEntry]:
         """Append entries in order, in one transaction. Another writer racing for the same
         sequence numbers makes the insert fail; it is retried on the new head."""
-        prepared = [_validated(kind, record_id, payload) for kind, record_id, payload in items]
+        prepared = each_offering_gil(_validated_item, items)
         if not prepared:
             return []
         with self._lock:
@@ -282,7 +287,7 @@ class AuditLog:
         that they commit together with what else it writes (the records they cover) or not at
         all. Not retried here: a writer racing for the same sequence numbers fails the whole
         transaction, which the caller retries."""
-        prepared = [_validated(kind, record_id, payload) for kind, record_id, payload in items]
+        prepared = each_offering_gil(_validated_item, items)
         if not prepared:
             return []
         with self._lock:

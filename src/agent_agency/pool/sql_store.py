@@ -10,6 +10,7 @@ from sqlalchemy import ColumnElement, Connection, Engine, func, select, true
 
 from agent_agency.collector import collector_paused
 from agent_agency.data_point import DataPoint
+from agent_agency.gil import each_offering_gil
 from agent_agency.pool import arm_totals, schema
 from agent_agency.pool.arm_totals import AgentTaskSummary, ArmAggregate
 from agent_agency.pool.batches import BatchFilter, PointBatch, decode_cursor, read_batches
@@ -153,7 +154,10 @@ class SqlStore(Store):
         then: Callable[[Connection], object] | None = None,
     ) -> None:
         with self._engine.begin() as connection:
-            insert_all(connection, schema.routing_decisions, [decision_row(d) for d in decisions])
+            # a decision's row is its rationale's JSON: hundreds of µs each with 100 candidates
+            insert_all(
+                connection, schema.routing_decisions, each_offering_gil(decision_row, decisions)
+            )
             insert_all(connection, schema.routing_refusals, [routing_row(r) for r in refusals])
             new_executions = insert_new(
                 connection, schema.executions, [execution_row(e) for e in executions]

@@ -31,6 +31,7 @@ from pydantic import ValidationError
 from agent_agency.collector import collector_paused
 from agent_agency.data_point import DataPoint
 from agent_agency.db_errors import retried_write_error_reason
+from agent_agency.gil import each_offering_gil
 from agent_agency.jsonl import not_an_object, read_lines
 from agent_agency.records import (
     Evaluation,
@@ -152,19 +153,21 @@ class _Batch:
         audited under the same kind as decisions.
 
         A decision's payload is its first read (its rationale: with 100 candidates some
-        hundreds of µs of Python), so the GIL is offered back after each record: a thread that
-        records meanwhile waits here for one record, not for CPython's switch interval (5 ms).
-        The records' JSON and the entries' canonical JSON, written after this, are cheaper."""
-        items: list[tuple[str, str, Mapping[str, Any]]] = []
+        hundreds of µs of Python), so the GIL is offered back after each record (`gil.py`), as
+        it is after each decision's row and each audit entry."""
         audited: list[tuple[str, RoutingDecision | RoutingRefusal | Evaluation]] = [
             *(("routing", decision) for decision in self.decisions),
             *(("routing", refusal) for refusal in self.refusals),
             *(("evaluation", evaluation) for evaluation in self.evaluations),
         ]
-        for kind, record in audited:
-            items.append((kind, record.id, record.model_dump(mode="json")))
-            time.sleep(0)  # the GIL offered to a waiting thread
-        return items
+        return each_offering_gil(_audit_item, audited)
+
+
+def _audit_item(
+    audited: tuple[str, RoutingDecision | RoutingRefusal | Evaluation],
+) -> tuple[str, str, Mapping[str, Any]]:
+    kind, record = audited
+    return kind, record.id, record.model_dump(mode="json")
 
 
 # The stages that store each kind of record, in the order they run.
