@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -33,6 +33,7 @@ from agent_agency.stamps import new_id as new_id
 from agent_agency.stamps import to_utc as to_utc
 from agent_agency.stamps import utcnow as utcnow
 from agent_agency.storable_text import storable, storable_json, unstorable_at
+from agent_agency.unvalidated import unvalidated
 
 
 def invalid(reason: str, *, field: str | None = None) -> PydanticCustomError:
@@ -321,49 +322,6 @@ class RoutingStrategy(StrEnum):
     CAPABILITY = "capability"
     LOAD_BALANCE = "load_balance"
     FALLBACK = "fallback"
-
-
-# The slots every pydantic model has, set through their descriptors (`unvalidated`)
-_SET_DICT, _SET_FIELDS_SET, _SET_EXTRA, _SET_PRIVATE = (
-    BaseModel.__dict__[slot].__set__
-    for slot in (
-        "__dict__",
-        "__pydantic_fields_set__",
-        "__pydantic_extra__",
-        "__pydantic_private__",
-    )
-)
-
-
-_Model = TypeVar("_Model", bound=BaseModel)
-
-
-def unvalidated(
-    cls: type[_Model],
-    rows: list[dict[str, Any]],
-    *,
-    fields_set: set[str] | None = None,
-    private: dict[str, Any] | None = None,
-) -> list[_Model]:
-    """A `cls` for each of `rows`, whose field dict is that row itself, without validation
-    (`model_construct` without its per-field work, several times cheaper): only for values the
-    caller has checked, such as the router's candidate table (`explain.candidate_scores`).
-    A field a row leaves out must be served another way (a decision's deferred rationale).
-    `fields_set`: the fields given, one set shared by the records (default: every field of
-    `cls`; assigning a field given adds nothing to it); `private`: the private attributes'
-    values, for a single row."""
-    if fields_set is None:
-        fields_set = set(cls.model_fields)
-    new = cls.__new__
-    records = []
-    for fields in rows:
-        record = new(cls)
-        _SET_DICT(record, fields)
-        _SET_FIELDS_SET(record, fields_set)
-        _SET_EXTRA(record, None)
-        _SET_PRIVATE(record, private)
-        records.append(record)
-    return records
 
 
 class CandidateScore(Record):

@@ -15,7 +15,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[2] / "src" / "agent_agency"
 
 # Each entry is one layer; names in one tuple are peers and must not import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("storable_text", "stamps", "collector", "gil"),
+    ("storable_text", "stamps", "collector", "gil", "unvalidated"),
     ("records",),
     ("agent_spec", "data_point", "jsonl", "db_errors", "sections", "extensions", "python_syntax"),
     ("privacy", "sandbox"),

@@ -31,8 +31,8 @@ from agent_agency.records import (
     RoutingRefusal,
     RoutingRequest,
     RoutingStrategy,
-    unvalidated,
 )
+from agent_agency.unvalidated import unvalidated
 
 LISTED_NAMES = 5  # agent names spelled out in a secondary factor before "and N more"
 EXPLAINED = 4  # non-selected candidates whose selection reason spells out their numbers
